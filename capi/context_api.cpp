@@ -1,0 +1,73 @@
+// Contexts and search parameters.
+#include "capi/guard.h"
+#include "capi/handles.h"
+#include "cpp/backend/gpu.h"
+
+using quiver::capi::guarded;
+using quiver::capi::require_pointer;
+
+namespace {
+
+qv_context_options_t default_context_options() {
+  qv_context_options_t o{};
+  o.struct_size = sizeof o;
+  o.device = QV_DEVICE_AUTO;
+  o.device_id = 0;
+  o.cpu_threads = 0;
+  return o;
+}
+
+}  // namespace
+
+extern "C" {
+
+qv_status_t qv_context_options_init(qv_context_options_t* options) {
+  return guarded([&] {
+    require_pointer(options, "options");
+    *options = default_context_options();
+  });
+}
+
+qv_status_t qv_context_create(const qv_context_options_t* options, qv_context_t** out) {
+  return guarded([&] {
+    require_pointer(out, "out");
+    *out = nullptr;
+    const qv_context_options_t o =
+        quiver::capi::read_params(options, default_context_options(), "options");
+    quiver::ContextOptions engine;
+    engine.device = static_cast<quiver::DeviceKind>(o.device);
+    engine.device_id = o.device_id;
+    engine.cpu_threads = o.cpu_threads;
+    *out = new qv_context{std::make_shared<quiver::Context>(engine)};
+  });
+}
+
+void qv_context_free(qv_context_t* context) {
+  guarded([&] { delete context; });
+}
+
+qv_status_t qv_context_device(const qv_context_t* context, qv_device_kind_t* kind,
+                              int32_t* device_id) {
+  return guarded([&] {
+    require_pointer(context, "context");
+    if (kind) *kind = static_cast<qv_device_kind_t>(context->context->device());
+    if (device_id) *device_id = context->context->device_id();
+  });
+}
+
+qv_status_t qv_cuda_device_count(int32_t* count) {
+  return guarded([&] {
+    require_pointer(count, "count");
+    *count = quiver::gpu::device_count();
+  });
+}
+
+qv_status_t qv_search_params_init(qv_search_params_t* params) {
+  return guarded([&] {
+    require_pointer(params, "params");
+    *params = qv_search_params_t{};
+    params->struct_size = sizeof *params;
+  });
+}
+
+}  // extern "C"

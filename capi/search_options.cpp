@@ -1,0 +1,21 @@
+#include "capi/search_options.h"
+
+#include "capi/guard.h"
+
+namespace quiver::capi {
+
+SearchOptions search_options(const qv_search_params_t* params) {
+  qv_search_params_t defaults{};
+  defaults.struct_size = sizeof defaults;
+  const qv_search_params_t p = read_params(params, defaults, "params");
+  require(p.filter != nullptr || p.filter_bits == 0, "params->filter is NULL but params->filter_bits = ",
+                  p.filter_bits);
+  SearchOptions options;
+  options.filter.bits = p.filter;
+  options.filter.nbits = p.filter_bits;
+  options.nprobe = p.nprobe;
+  options.search_width = p.search_width;
+  return options;
+}
+
+}  // namespace quiver::capi

@@ -1,0 +1,143 @@
+#include "cpp/cluster/kmeans.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "cpp/core/error.h"
+#include "cpp/core/random.h"
+#include "cpp/core/thread_pool.h"
+#include "cpp/distance/vectors.h"
+#include "cpp/exact/knn.h"
+
+namespace quiver {
+
+namespace {
+
+// Points are summed in this many fixed slices, each by one task, and the slices added in order: the
+// sums are then identical for every thread count.
+constexpr int64_t kUpdateSlices = 64;
+// Relative perturbation that separates the two halves of a split cluster.
+constexpr float kSplitEpsilon = 1.0f / 1024;
+
+// Picks m distinct indices of [0, n) (partial Fisher-Yates), in a seeded order.
+std::vector<int64_t> sample_indices(int64_t n, int64_t m, Random& random) {
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  for (int64_t i = 0; i < m; ++i) std::swap(order[i], order[i + static_cast<int64_t>(random.below(n - i))]);
+  order.resize(static_cast<size_t>(m));
+  return order;
+}
+
+// Nearest centroid of each point, with its exact squared distance.
+void assign(ThreadPool& pool, int64_t dim, int64_t n, const float* x, int64_t k,
+            const float* centroids, std::vector<float>& norms, int64_t* labels, float* distances) {
+  for (int64_t c = 0; c < k; ++c) norms[c] = squared_norm(centroids + c * dim, dim);
+  Database db;
+  db.x = centroids;
+  db.norms = norms.data();
+  db.n = k;
+  db.dim = dim;
+  db.metric = Metric::l2;
+  exact_knn(pool, db, Queries{x, n}, 1, IdFilter{}, distances, labels);
+}
+
+// New centroids as the means of their points; returns the point count of each.
+std::vector<int64_t> update(ThreadPool& pool, int64_t dim, int64_t n, const float* x, int64_t k,
+                            const int64_t* labels, float* centroids) {
+  const int64_t slices = std::min(kUpdateSlices, std::max<int64_t>(1, n));
+  std::vector<double> sums(static_cast<size_t>(slices * k * dim), 0.0);
+  std::vector<int64_t> counts(static_cast<size_t>(slices * k), 0);
+  pool.parallel_for(slices, [&](int64_t s) {
+    const int64_t begin = n * s / slices, end = n * (s + 1) / slices;
+    double* sum = &sums[s * k * dim];
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t c = labels[i];
+      ++counts[s * k + c];
+      for (int64_t d = 0; d < dim; ++d) sum[c * dim + d] += x[i * dim + d];
+    }
+  });
+  std::vector<int64_t> total(static_cast<size_t>(k), 0);
+  pool.parallel_for(k, [&](int64_t c) {
+    std::vector<double> mean(static_cast<size_t>(dim), 0.0);
+    for (int64_t s = 0; s < slices; ++s) {
+      total[c] += counts[s * k + c];
+      for (int64_t d = 0; d < dim; ++d) mean[d] += sums[(s * k + c) * dim + d];
+    }
+    if (total[c] == 0) return;  // left for split_empty
+    for (int64_t d = 0; d < dim; ++d) centroids[c * dim + d] = static_cast<float>(mean[d] / total[c]);
+  });
+  return total;
+}
+
+// Gives each empty cluster half of a large one: the large centroid is nudged apart into two.
+void split_empty(int64_t dim, int64_t k, std::vector<int64_t>& counts, float* centroids, Random& random) {
+  for (int64_t c = 0; c < k; ++c) {
+    if (counts[c] != 0) continue;
+    // Choose a donor with probability proportional to its size (at least 2 points to share).
+    int64_t total = 0;
+    for (int64_t j = 0; j < k; ++j) total += counts[j] > 1 ? counts[j] : 0;
+    if (total == 0) return;  // fewer distinct points than clusters: nothing to split
+    int64_t pick = static_cast<int64_t>(random.below(static_cast<uint64_t>(total)));
+    int64_t donor = 0;
+    for (; donor < k; ++donor) {
+      const int64_t weight = counts[donor] > 1 ? counts[donor] : 0;
+      if (pick < weight) break;
+      pick -= weight;
+    }
+    float* a = centroids + c * dim;
+    float* b = centroids + donor * dim;
+    for (int64_t d = 0; d < dim; ++d) {
+      const float sign = (d % 2 == 0) ? 1.0f : -1.0f;
+      a[d] = b[d] * (1 + sign * kSplitEpsilon);
+      b[d] = b[d] * (1 - sign * kSplitEpsilon);
+    }
+    counts[c] = counts[donor] / 2;
+    counts[donor] -= counts[c];
+  }
+}
+
+}  // namespace
+
+KmeansResult kmeans(ThreadPool& pool, int64_t dim, int64_t n, const float* x, int64_t k,
+                    const KmeansOptions& options, float* centroids, int64_t* assignments) {
+  Random random(options.seed);
+
+  // Train on a seeded sample when there are many more points than the centroids need.
+  std::vector<float> sample;
+  const float* train = x;
+  int64_t n_train = n;
+  if (options.max_points_per_centroid > 0 && n / k >= options.max_points_per_centroid) {
+    n_train = k * options.max_points_per_centroid;
+    const std::vector<int64_t> picked = sample_indices(n, n_train, random);
+    sample.resize(static_cast<size_t>(n_train * dim));
+    for (int64_t i = 0; i < n_train; ++i)
+      std::memcpy(&sample[i * dim], x + picked[i] * dim, sizeof(float) * dim);
+    train = sample.data();
+  }
+
+  const std::vector<int64_t> seeds = sample_indices(n_train, k, random);
+  for (int64_t c = 0; c < k; ++c)
+    std::memcpy(centroids + c * dim, train + seeds[c] * dim, sizeof(float) * dim);
+
+  std::vector<float> norms(static_cast<size_t>(k));
+  std::vector<int64_t> labels(static_cast<size_t>(n_train));
+  std::vector<float> distances(static_cast<size_t>(n_train));
+  for (int64_t it = 0; it < options.iterations; ++it) {
+    assign(pool, dim, n_train, train, k, centroids, norms, labels.data(), distances.data());
+    std::vector<int64_t> counts = update(pool, dim, n_train, train, k, labels.data(), centroids);
+    split_empty(dim, k, counts, centroids, random);
+  }
+
+  // Final assignment of every point, for the outputs.
+  std::vector<int64_t> final_labels(static_cast<size_t>(n));
+  std::vector<float> final_distances(static_cast<size_t>(n));
+  assign(pool, dim, n, x, k, centroids, norms, final_labels.data(), final_distances.data());
+  KmeansResult result;
+  for (int64_t i = 0; i < n; ++i) result.objective += final_distances[i];
+  if (assignments) std::copy(final_labels.begin(), final_labels.end(), assignments);
+  return result;
+}
+
+}  // namespace quiver

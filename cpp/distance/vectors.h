@@ -1,0 +1,32 @@
+// Small per-vector kernels: norms, normalisation, exact distances for re-ranking, validation.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cpp/core/metric.h"
+
+namespace quiver {
+
+float dot(const float* x, const float* y, int64_t dim);
+float squared_l2(const float* x, const float* y, int64_t dim);
+float squared_norm(const float* x, int64_t dim);
+
+// The exact value of the metric between x and y (for cosine, x and y are already normalised).
+inline float exact_distance(Metric metric, const float* x, const float* y, int64_t dim) {
+  return metric == Metric::l2 ? squared_l2(x, y, dim) : dot(x, y, dim);
+}
+
+// Throws invalid_argument naming `what` and the row if any of n x dim values is NaN or infinite,
+// or, when nonzero_rows is set, if a row is all zeros (cosine cannot use it).
+void check_vectors(const char* what, const float* x, int64_t n, int64_t dim, bool nonzero_rows);
+
+// Checks caller vectors (check_vectors) and returns them ready for the metric: as they are, or for
+// cosine normalised into `storage`.
+const float* prepare_vectors(const char* what, const float* x, int64_t n, int64_t dim, Metric metric,
+                             std::vector<float>& storage);
+
+// out[i] = x[i] / |x[i]| for n rows.
+void normalize_rows(const float* x, int64_t n, int64_t dim, float* out);
+
+}  // namespace quiver

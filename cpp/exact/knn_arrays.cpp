@@ -1,0 +1,38 @@
+#include "cpp/exact/knn_arrays.h"
+
+#include <vector>
+
+#include "cpp/core/error.h"
+#include "cpp/distance/vectors.h"
+#include "cpp/exact/knn.h"
+#include "cpp/index/index.h"
+
+namespace quiver {
+
+void knn_arrays(ThreadPool& pool, Metric metric, int64_t dim, int64_t n, const float* base,
+                int64_t nq, const float* queries, int64_t k, const IdFilter& filter,
+                float* distances, int64_t* ids) {
+  require(is_valid_metric(static_cast<int32_t>(metric)), "metric: ", static_cast<int32_t>(metric),
+          " is not QV_METRIC_L2, QV_METRIC_INNER_PRODUCT or QV_METRIC_COSINE");
+  require(dim >= 1 && dim <= kMaxDim, "dim = ", dim, " is outside 1 .. ", kMaxDim);
+  require(n >= 0, "n = ", n, " is negative");
+  require(nq >= 0, "nq = ", nq, " is negative");
+  require(k >= 1 && k <= kMaxK, "k = ", k, " is outside 1 .. ", kMaxK);
+  require(filter.nbits >= 0, "params->filter_bits = ", filter.nbits, " is negative");
+  std::vector<float> base_storage, query_storage;
+  Database db;
+  db.x = prepare_vectors("base", base, n, dim, metric, base_storage);
+  db.n = n;
+  db.dim = dim;
+  db.metric = metric;
+  const float* q = prepare_vectors("queries", queries, nq, dim, metric, query_storage);
+  std::vector<float> norms;
+  if (metric == Metric::l2) {
+    norms.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) norms[i] = squared_norm(db.x + i * dim, dim);
+    db.norms = norms.data();
+  }
+  exact_knn(pool, db, Queries{q, nq}, k, filter, distances, ids);
+}
+
+}  // namespace quiver

@@ -1,0 +1,18 @@
+// Exact k-NN over caller arrays, without an index (qv_knn): the ids are row numbers.
+#pragma once
+
+#include <cstdint>
+
+#include "cpp/core/metric.h"
+#include "cpp/select/topk.h"
+
+namespace quiver {
+
+class ThreadPool;
+
+// Validates the inputs (finite, k in range, non-zero rows for cosine) and searches.
+void knn_arrays(ThreadPool& pool, Metric metric, int64_t dim, int64_t n, const float* base,
+                int64_t nq, const float* queries, int64_t k, const IdFilter& filter,
+                float* distances, int64_t* ids);
+
+}  // namespace quiver

@@ -1,0 +1,23 @@
+#include "cpp/index/factory.h"
+
+#include "cpp/core/error.h"
+#include "cpp/index/flat.h"
+
+namespace quiver {
+
+std::unique_ptr<Index> create_index(Context& context, const std::string& descriptor, int64_t dim,
+                                    Metric metric) {
+  require(is_valid_metric(static_cast<int32_t>(metric)), "metric: ", static_cast<int32_t>(metric),
+          " is not QV_METRIC_L2, QV_METRIC_INNER_PRODUCT or QV_METRIC_COSINE");
+  require(dim >= 1 && dim <= kMaxDim, "dim = ", dim, " is outside 1 .. ", kMaxDim);
+  if (descriptor == "Flat") {
+    // The CUDA backend has no Flat index yet: an explicit CUDA context refuses, AUTO uses the CPU.
+    if (context.device() == DeviceKind::cuda && !context.automatic())
+      fail(Status::unsupported, "descriptor \"Flat\" has no CUDA implementation in this version");
+    return std::make_unique<FlatIndex>(context, descriptor, dim, metric);
+  }
+  fail(Status::invalid_argument, "descriptor: \"", descriptor,
+       "\" is not a known index kind (known: \"Flat\")");
+}
+
+}  // namespace quiver

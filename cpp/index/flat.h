@@ -1,0 +1,41 @@
+// "Flat": exact search over the raw vectors. No training; search is the exact engine (exact/).
+#pragma once
+
+#include <vector>
+
+#include "cpp/index/id_map.h"
+#include "cpp/index/index.h"
+
+namespace quiver {
+
+class FlatIndex final : public Index {
+ public:
+  FlatIndex(Context& context, std::string descriptor, int64_t dim, Metric metric);
+
+  IndexKind kind() const override { return IndexKind::flat; }
+  bool is_trained() const override { return true; }
+  int64_t count() const override { return ids_.size(); }
+  MemoryUse memory() const override;
+
+  void save_payload(ByteWriter& out) const override;
+  void load_payload(ByteReader& in, int64_t count) override;
+
+ protected:
+  void do_train(int64_t, const float*) override {}
+  void do_add(int64_t n, const float* x, const int64_t* ids) override;
+  void do_search(int64_t nq, const float* queries, int64_t k, const SearchOptions& options,
+                 float* distances, int64_t* ids) const override;
+  RangeResult do_range_search(int64_t nq, const float* queries, float radius,
+                              const SearchOptions& options) const override;
+  int64_t do_remove(int64_t n, const int64_t* ids) override;
+
+ private:
+  Database database() const;
+  static std::vector<float> norms_of(const float* x, int64_t n, int64_t dim);
+
+  std::vector<float> vectors_;  // count x dim, normalised for cosine
+  std::vector<float> norms_;    // squared norms, for L2
+  IdMap ids_;
+};
+
+}  // namespace quiver

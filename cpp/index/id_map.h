@@ -1,0 +1,45 @@
+// The ids of an index's vectors, in row order, with the reverse map that makes duplicate checks and
+// removal by id cheap. Shared by every index kind that stores vectors by row.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace quiver {
+
+class IdMap {
+ public:
+  int64_t size() const { return static_cast<int64_t>(ids_.size()); }
+  const int64_t* data() const { return ids_.data(); }
+  const std::vector<int64_t>& ids() const { return ids_; }
+
+  // Checks that n new ids are >= 0, unique among themselves and not present; throws invalid_argument
+  // naming the first offender. With ids == nullptr, fills `assigned` with consecutive ids after the
+  // largest present and returns it; else returns ids.
+  const int64_t* check_new(int64_t n, const int64_t* ids, std::vector<int64_t>& assigned) const;
+
+  // Appends ids already checked by check_new. Strong guarantee: on failure nothing changes.
+  void append(int64_t n, const int64_t* ids);
+
+  // The rows holding the given ids (ids not present are skipped), sorted, without duplicates.
+  std::vector<int64_t> rows_of(int64_t n, const int64_t* ids) const;
+
+  // A copy without the given sorted rows, the rest renumbered, as the kind compacts its storage.
+  // Built aside so the kind can commit all its changes at once (nothing changes if this throws).
+  IdMap without_rows(const std::vector<int64_t>& rows) const;
+
+  // Replaces the content (after loading); throws corrupt_data on negative or duplicate ids.
+  void assign(std::vector<int64_t> ids);
+
+  int64_t memory_bytes() const;
+
+ private:
+  void rebuild_index();
+
+  std::vector<int64_t> ids_;
+  std::unordered_map<int64_t, int64_t> row_of_;
+  int64_t max_id_ = -1;
+};
+
+}  // namespace quiver

@@ -1,0 +1,306 @@
+/* quiver: similarity search over dense float vectors on CPUs and NVIDIA GPUs.
+ *
+ * This is the whole public C API. Conventions that hold for every function below:
+ *
+ * - Every fallible function returns a qv_status_t: QV_OK (0) on success, else one of the QV_ERR_*
+ *   codes. After a failure, qv_last_error_message() describes it on the calling thread.
+ * - No function ever throws, aborts, exits or prints. qv_*_free(NULL) is a no-op.
+ * - Handles (qv_context_t, qv_index_t, qv_range_result_t) are opaque; create them with the matching
+ *   function and release them with the matching qv_*_free.
+ * - Parameter structs start with `uint32_t struct_size`; fill them with their qv_*_init function, then
+ *   change the fields you need. Passing NULL where a params pointer is accepted means defaults. The
+ *   library reads only struct_size bytes, so a program compiled against an older header keeps working.
+ * - Vectors are row-major float32 (`n x dim`). Inputs and outputs may live in host memory or, on a
+ *   CUDA context, in device memory; the library detects which. No pointer is kept after a call.
+ * - Thread safety: a context may be used from any number of threads. On one index, concurrent
+ *   qv_index_search / qv_index_range_search / qv_index_info / qv_index_save calls are safe;
+ *   qv_index_train / qv_index_add / qv_index_remove need exclusive access (no other call on that index
+ *   at the same time). Different indexes are independent.
+ * - Every call blocks until its outputs are written.
+ * - On error, an index is left exactly as it was before the call.
+ */
+#ifndef QUIVER_QUIVER_H
+#define QUIVER_QUIVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quiver/export.h"
+#include "quiver/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Status codes and errors                                                                         */
+
+typedef int32_t qv_status_t;
+
+enum qv_status_code {
+  QV_OK = 0,
+  QV_ERR_INVALID_ARGUMENT = 1,     /* a NULL pointer, a size out of range, NaN/Inf data, bad ids... */
+  QV_ERR_OUT_OF_HOST_MEMORY = 2,   /* a host allocation failed */
+  QV_ERR_OUT_OF_DEVICE_MEMORY = 3, /* a GPU allocation failed; the index is intact */
+  QV_ERR_CUDA = 4,                 /* the CUDA runtime or cuBLAS reported an error */
+  QV_ERR_NO_DEVICE = 5,            /* a CUDA device was asked for and none is usable */
+  QV_ERR_NOT_TRAINED = 6,          /* the index needs qv_index_train before this call */
+  QV_ERR_UNSUPPORTED = 7,          /* valid request this index kind, metric or build cannot do */
+  QV_ERR_IO = 8,                   /* a file could not be opened, read, written or renamed */
+  QV_ERR_CORRUPT_DATA = 9,         /* a saved index is truncated, damaged or not a quiver index */
+  QV_ERR_VERSION_MISMATCH = 10,    /* a saved index was written in a format version this library
+                                      does not read */
+  QV_ERR_INTERNAL = 11             /* a bug in quiver; please report it with the message */
+};
+
+/* The name of a status code, e.g. "QV_ERR_INVALID_ARGUMENT". Never NULL; unknown codes give
+ * "QV_ERR_UNKNOWN". The string is static. */
+QV_API const char *qv_status_string(qv_status_t status);
+
+/* The message of the last failed quiver call on this thread, or "" if the last call succeeded.
+ * Never NULL. Valid until the next quiver call on this thread; copy it to keep it. */
+QV_API const char *qv_last_error_message(void);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Versions                                                                                        */
+
+/* QV_VERSION_NUMBER of the library actually linked (major * 10000 + minor * 100 + patch). */
+QV_API uint32_t qv_version(void);
+
+/* "MAJOR.MINOR.PATCH" of the library actually linked. Static string. */
+QV_API const char *qv_version_string(void);
+
+/* QV_ABI_VERSION of the library actually linked; a program built against another ABI must not use it. */
+QV_API uint32_t qv_abi_version(void);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Enumerations                                                                                    */
+
+typedef int32_t qv_metric_t;
+enum qv_metric_code {
+  /* Squared Euclidean distance; smaller is closer. Distances and radii are squared. */
+  QV_METRIC_L2 = 0,
+  /* Inner product <x, y>; larger is closer. */
+  QV_METRIC_INNER_PRODUCT = 1,
+  /* Cosine similarity <x, y> / (|x| |y|) in [-1, 1]; larger is closer. Zero vectors are rejected. */
+  QV_METRIC_COSINE = 2
+};
+
+typedef int32_t qv_device_kind_t;
+enum qv_device_kind_code {
+  QV_DEVICE_AUTO = 0, /* a CUDA device if one is usable, else the CPU */
+  QV_DEVICE_CPU = 1,
+  QV_DEVICE_CUDA = 2
+};
+
+/* Largest k accepted by the k-nearest-neighbour searches. */
+#define QV_MAX_K 2048
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Contexts: where work runs (CPU threads, a CUDA device) and the resources it needs              */
+
+typedef struct qv_context qv_context_t;
+
+typedef struct qv_context_options {
+  uint32_t struct_size;     /* sizeof(qv_context_options_t), set by qv_context_options_init */
+  qv_device_kind_t device;  /* default QV_DEVICE_AUTO */
+  int32_t device_id;        /* CUDA device ordinal for QV_DEVICE_CUDA / AUTO; default 0 */
+  int32_t cpu_threads;      /* threads of the context's own pool; 0 (default) = one per core */
+} qv_context_options_t;
+
+/* Fills *options with defaults. Returns QV_ERR_INVALID_ARGUMENT if options is NULL. */
+QV_API qv_status_t qv_context_options_init(qv_context_options_t *options);
+
+/* Creates a context. options: NULL for defaults. *out receives a new context owned by the caller
+ * (release with qv_context_free after every index made from it is freed).
+ * Returns QV_OK, QV_ERR_INVALID_ARGUMENT, QV_ERR_NO_DEVICE (QV_DEVICE_CUDA and no usable device or a
+ * build without CUDA), QV_ERR_CUDA, QV_ERR_OUT_OF_HOST_MEMORY. The context's thread pool is its own:
+ * no global OpenMP or BLAS thread setting of the process is changed. Thread-safe. */
+QV_API qv_status_t qv_context_create(const qv_context_options_t *options, qv_context_t **out);
+
+/* Releases the caller's reference to a context. Indexes created from it keep it alive: its threads
+ * and device resources go when the last of them is freed. No call may be running on the context
+ * itself (qv_index_create, qv_knn, ...) at the same time. NULL is a no-op. */
+QV_API void qv_context_free(qv_context_t *context);
+
+/* The device a context resolved to (AUTO becomes CPU or CUDA) and its CUDA ordinal (-1 on the CPU).
+ * Either output may be NULL. */
+QV_API qv_status_t qv_context_device(const qv_context_t *context, qv_device_kind_t *kind,
+                                     int32_t *device_id);
+
+/* Number of usable CUDA devices: 0 on a build without CUDA or a machine without a GPU. */
+QV_API qv_status_t qv_cuda_device_count(int32_t *count);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Search parameters                                                                               */
+
+typedef struct qv_search_params {
+  uint32_t struct_size; /* sizeof(qv_search_params_t), set by qv_search_params_init */
+  /* Allowed ids: bit (id % 8) of byte filter[id / 8] set means id may be returned. Ids at or beyond
+   * filter_bits are excluded. NULL (default) allows every id. Host memory; read during the call. */
+  const uint8_t *filter;
+  int64_t filter_bits;
+  uint32_t nprobe;       /* inverted-file indexes: lists visited; 0 (default) = the index's default */
+  uint32_t search_width; /* graph indexes: candidate pool size; 0 (default) = the index's default */
+} qv_search_params_t;
+
+/* Fills *params with defaults. Returns QV_ERR_INVALID_ARGUMENT if params is NULL. */
+QV_API qv_status_t qv_search_params_init(qv_search_params_t *params);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Indexes                                                                                         */
+
+typedef struct qv_index qv_index_t;
+
+/* Creates an empty index.
+ *
+ * context     borrowed; the index keeps it alive (see qv_context_free).
+ * descriptor  the index kind, Faiss-style: "Flat" (exact search). Case-sensitive, no spaces.
+ * dim         vector dimension, 1 .. 65536.
+ * metric      QV_METRIC_L2, QV_METRIC_INNER_PRODUCT or QV_METRIC_COSINE.
+ * out         receives the new index, owned by the caller (qv_index_free).
+ * Returns QV_OK, QV_ERR_INVALID_ARGUMENT (unknown or malformed descriptor, bad dim or metric),
+ * QV_ERR_UNSUPPORTED (the kind cannot run on the context's device: an explicit CUDA context; an
+ * AUTO context falls back to the CPU). Thread-safe. */
+QV_API qv_status_t qv_index_create(qv_context_t *context, const char *descriptor, int64_t dim,
+                                   qv_metric_t metric, qv_index_t **out);
+
+/* Releases an index. NULL is a no-op. No other call may be running on the index. */
+QV_API void qv_index_free(qv_index_t *index);
+
+/* Trains the index on n training vectors (kinds that need no training, such as "Flat", accept the
+ * call and do nothing but validate). x: n x dim floats, finite, read during the call.
+ * Needs exclusive access. Returns QV_OK, QV_ERR_INVALID_ARGUMENT (NULL x with n > 0, n < 0, NaN or
+ * Inf in x, too few vectors), QV_ERR_OUT_OF_*_MEMORY. */
+QV_API qv_status_t qv_index_train(qv_index_t *index, int64_t n, const float *x);
+
+/* Adds n vectors.
+ *
+ * x    n x dim floats, finite (and non-zero for cosine); read during the call.
+ * ids  NULL to number the vectors consecutively after the largest id in the index (0, 1, ... for an
+ *      empty index), else n ids >= 0, unique within the call and not already in the index.
+ * Needs exclusive access. Returns QV_OK, QV_ERR_INVALID_ARGUMENT (names the offending row or id),
+ * QV_ERR_NOT_TRAINED, QV_ERR_OUT_OF_*_MEMORY. On error nothing is added. */
+QV_API qv_status_t qv_index_add(qv_index_t *index, int64_t n, const float *x, const int64_t *ids);
+
+/* Searches the k nearest neighbours of each of nq queries.
+ *
+ * index      borrowed, not modified; concurrent searches on one index are safe.
+ * queries    nq x dim floats, finite; read during the call only.
+ * k          1 .. QV_MAX_K. k may exceed the number of vectors in the index.
+ * params     NULL for defaults, else initialised by qv_search_params_init.
+ * distances  nq x k, written by the call, closest first (see qv_metric_t for units and order);
+ * ids        nq x k, written by the call; where fewer than k vectors qualify the row is padded with
+ *            id -1 and distance +INFINITY (L2) or -INFINITY (inner product, cosine).
+ * Returns QV_OK, QV_ERR_INVALID_ARGUMENT, QV_ERR_NOT_TRAINED, QV_ERR_OUT_OF_*_MEMORY. */
+QV_API qv_status_t qv_index_search(const qv_index_t *index, int64_t nq, const float *queries,
+                                   uint32_t k, const qv_search_params_t *params, float *distances,
+                                   int64_t *ids);
+
+/* Range search results in CSR form: the hits of query i are entries lims[i] .. lims[i+1]-1 of ids and
+ * distances, closest first. lims has nq + 1 entries, lims[0] = 0, lims[nq] = total hits. */
+typedef struct qv_range_result qv_range_result_t;
+
+/* Finds, for each of nq queries, every vector within radius:
+ * L2: squared distance <= radius; inner product and cosine: similarity >= radius.
+ * queries: nq x dim floats, finite. params: NULL or initialised (filter applies; nprobe for IVF).
+ * *out receives a new result owned by the caller (qv_range_result_free).
+ * Concurrent calls on one index are safe. Returns QV_OK, QV_ERR_INVALID_ARGUMENT (also a NaN radius),
+ * QV_ERR_NOT_TRAINED, QV_ERR_OUT_OF_*_MEMORY. */
+QV_API qv_status_t qv_index_range_search(const qv_index_t *index, int64_t nq,
+                                         const float *queries, float radius,
+                                         const qv_search_params_t *params,
+                                         qv_range_result_t **out);
+
+/* Views a range result: *nq (may be NULL) receives the query count; *lims, *ids, *distances (each may
+ * be NULL) receive pointers into the result, valid until qv_range_result_free. Host memory. */
+QV_API qv_status_t qv_range_result_get(const qv_range_result_t *result, int64_t *nq,
+                                       const int64_t **lims, const int64_t **ids,
+                                       const float **distances);
+
+/* Releases a range result. NULL is a no-op. */
+QV_API void qv_range_result_free(qv_range_result_t *result);
+
+/* Removes the vectors with the given ids. Ids not in the index are ignored (and not counted).
+ * ids: n ids, read during the call. removed: may be NULL, else receives the number removed.
+ * Needs exclusive access. Returns QV_OK, QV_ERR_INVALID_ARGUMENT. */
+QV_API qv_status_t qv_index_remove(qv_index_t *index, int64_t n, const int64_t *ids,
+                                   int64_t *removed);
+
+/* What qv_index_info reports. */
+typedef struct qv_index_info {
+  uint32_t struct_size;    /* set by the caller: sizeof(qv_index_info_t) */
+  int64_t dim;
+  qv_metric_t metric;
+  int32_t is_trained;      /* 1 when searches and adds are possible */
+  int64_t count;           /* vectors in the index */
+  qv_device_kind_t device; /* QV_DEVICE_CPU or QV_DEVICE_CUDA */
+  int32_t device_id;       /* CUDA ordinal, -1 on the CPU */
+  int64_t host_bytes;      /* host memory held by the index */
+  int64_t device_bytes;    /* GPU memory held by the index */
+  char descriptor[128];    /* the descriptor the index was created with, NUL-terminated */
+} qv_index_info_t;
+
+/* Fills *info (whose struct_size the caller sets; qv_index_info_init does it). Thread-safe with
+ * searches. */
+QV_API qv_status_t qv_index_info_init(qv_index_info_t *info);
+QV_API qv_status_t qv_index_info(const qv_index_t *index, qv_index_info_t *info);
+
+/* Saves the index to path. The file is written to a temporary name beside path and renamed over
+ * path only when complete, so a crash never leaves a half-written index at path.
+ * Thread-safe with searches. Returns QV_OK, QV_ERR_INVALID_ARGUMENT, QV_ERR_IO. */
+QV_API qv_status_t qv_index_save(const qv_index_t *index, const char *path);
+
+/* Loads an index saved by qv_index_save (or qv_index_save_buffer) onto the context's device.
+ * *out receives a new index owned by the caller. Returns QV_OK, QV_ERR_INVALID_ARGUMENT, QV_ERR_IO,
+ * QV_ERR_CORRUPT_DATA (truncated, damaged, bad checksum, not a quiver file), QV_ERR_VERSION_MISMATCH,
+ * QV_ERR_OUT_OF_*_MEMORY. Never reads outside the data. */
+QV_API qv_status_t qv_index_load(qv_context_t *context, const char *path, qv_index_t **out);
+
+/* Serializes the index into a new buffer: *data receives memory owned by the caller, released with
+ * qv_buffer_free; *size its length in bytes. Same format as qv_index_save. */
+QV_API qv_status_t qv_index_save_buffer(const qv_index_t *index, void **data, size_t *size);
+
+/* Loads an index from size bytes at data (host memory, read during the call). */
+QV_API qv_status_t qv_index_load_buffer(qv_context_t *context, const void *data, size_t size,
+                                        qv_index_t **out);
+
+/* Releases a buffer returned by qv_index_save_buffer. NULL is a no-op. */
+QV_API void qv_buffer_free(void *data);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Operations without an index                                                                     */
+
+/* Exact k-nearest-neighbour search of nq queries among n base vectors, without building an index.
+ * base: n x dim, queries: nq x dim, finite; ids written are row numbers of base (0 .. n-1).
+ * params: NULL or initialised (the filter applies to row numbers). Outputs as qv_index_search.
+ * Returns QV_OK, QV_ERR_INVALID_ARGUMENT, QV_ERR_OUT_OF_*_MEMORY. Thread-safe. */
+QV_API qv_status_t qv_knn(qv_context_t *context, qv_metric_t metric, int64_t dim, int64_t n,
+                          const float *base, int64_t nq, const float *queries, uint32_t k,
+                          const qv_search_params_t *params, float *distances, int64_t *ids);
+
+typedef struct qv_kmeans_params {
+  uint32_t struct_size;           /* sizeof(qv_kmeans_params_t), set by qv_kmeans_params_init */
+  uint32_t iterations;            /* Lloyd iterations; default 20 */
+  uint64_t seed;                  /* initialisation and sub-sampling seed; default 1234 */
+  int64_t max_points_per_centroid; /* sub-sample to k * this many points; 0 = use all; default 256 */
+} qv_kmeans_params_t;
+
+/* Fills *params with defaults. */
+QV_API qv_status_t qv_kmeans_params_init(qv_kmeans_params_t *params);
+
+/* k-means clustering (squared L2) of n vectors into k centroids.
+ * x: n x dim finite floats, read during the call; n >= k >= 1.
+ * centroids: k x dim, written. assignments: NULL or n entries, the nearest centroid of each vector.
+ * objective: NULL or receives the final sum of squared distances to the nearest centroid.
+ * Deterministic for a given seed and device, whatever the thread count. Empty clusters are re-seeded
+ * by splitting large ones. Returns QV_OK, QV_ERR_INVALID_ARGUMENT, QV_ERR_OUT_OF_*_MEMORY. */
+QV_API qv_status_t qv_kmeans(qv_context_t *context, int64_t dim, int64_t n, const float *x,
+                             uint32_t k, const qv_kmeans_params_t *params, float *centroids,
+                             int64_t *assignments, double *objective);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* QUIVER_QUIVER_H */
