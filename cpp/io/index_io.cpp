@@ -1,5 +1,6 @@
 #include "cpp/io/index_io.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -108,14 +109,13 @@ void save_to_file(const Index& index, const std::string& path) {
 std::unique_ptr<Index> load_from_file(Context& context, const std::string& path) {
   FILE* file = std::fopen(path.c_str(), "rb");
   if (!file) fail(Status::io_error, "cannot open ", system_error(path));
-  std::vector<uint8_t> bytes;
-  bool failed = std::fseek(file, 0, SEEK_END) != 0;
-  const long size = failed ? -1 : std::ftell(file);
-  failed = failed || size < 0 || std::fseek(file, 0, SEEK_SET) != 0;
-  if (!failed) {
-    bytes.resize(static_cast<size_t>(size));
-    failed = std::fread(bytes.data(), 1, bytes.size(), file) != bytes.size();
+  struct stat info;
+  if (::fstat(::fileno(file), &info) != 0 || !S_ISREG(info.st_mode)) {
+    std::fclose(file);
+    fail(Status::io_error, path, " is not a regular file");
   }
+  std::vector<uint8_t> bytes(static_cast<size_t>(info.st_size));
+  const bool failed = std::fread(bytes.data(), 1, bytes.size(), file) != bytes.size();
   const std::string message = system_error(path);
   std::fclose(file);
   if (failed) fail(Status::io_error, "cannot read ", message);

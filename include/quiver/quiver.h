@@ -13,10 +13,14 @@
  * - Vectors are row-major float32 (`n x dim`). Inputs and outputs may live in host memory or, on a
  *   CUDA context, in device memory; the library detects which. No pointer is kept after a call.
  * - Thread safety: a context may be used from any number of threads. On one index, concurrent
- *   qv_index_search / qv_index_range_search / qv_index_info / qv_index_save calls are safe;
+ *   qv_index_search / qv_index_range_search / qv_index_info / qv_index_save / qv_index_save_buffer
+ *   calls are safe;
  *   qv_index_train / qv_index_add / qv_index_remove need exclusive access (no other call on that index
  *   at the same time). Different indexes are independent.
  * - Every call blocks until its outputs are written.
+ * - Counts may be 0 (n, nq): the call validates its arguments and does nothing; pointers to zero
+ *   elements may then be NULL.
+ * - Results (qv_range_result_t, buffers) belong to no thread: read and free them on any thread.
  * - On error, an index is left exactly as it was before the call.
  */
 #ifndef QUIVER_QUIVER_H
@@ -124,11 +128,12 @@ QV_API qv_status_t qv_context_create(const qv_context_options_t *options, qv_con
 QV_API void qv_context_free(qv_context_t *context);
 
 /* The device a context resolved to (AUTO becomes CPU or CUDA) and its CUDA ordinal (-1 on the CPU).
- * Either output may be NULL. */
+ * Either output may be NULL. Returns QV_OK, or QV_ERR_INVALID_ARGUMENT for a NULL context. */
 QV_API qv_status_t qv_context_device(const qv_context_t *context, qv_device_kind_t *kind,
                                      int32_t *device_id);
 
-/* Number of usable CUDA devices: 0 on a build without CUDA or a machine without a GPU. */
+/* Number of usable CUDA devices: 0 on a build without CUDA or a machine without a GPU.
+ * Returns QV_OK, or QV_ERR_INVALID_ARGUMENT for a NULL count. */
 QV_API qv_status_t qv_cuda_device_count(int32_t *count);
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -137,7 +142,9 @@ QV_API qv_status_t qv_cuda_device_count(int32_t *count);
 typedef struct qv_search_params {
   uint32_t struct_size; /* sizeof(qv_search_params_t), set by qv_search_params_init */
   /* Allowed ids: bit (id % 8) of byte filter[id / 8] set means id may be returned. Ids at or beyond
-   * filter_bits are excluded. NULL (default) allows every id. Host memory; read during the call. */
+   * filter_bits are excluded, so a non-NULL filter with filter_bits 0 allows nothing. NULL (default)
+   * allows every id (filter_bits must then be 0). filter_bits < 0 is QV_ERR_INVALID_ARGUMENT.
+   * Host memory, at least (filter_bits + 7) / 8 bytes; read during the call. */
   const uint8_t *filter;
   int64_t filter_bits;
   uint32_t nprobe;       /* inverted-file indexes: lists visited; 0 (default) = the index's default */
@@ -238,12 +245,16 @@ typedef struct qv_index_info {
   int32_t device_id;       /* CUDA ordinal, -1 on the CPU */
   int64_t host_bytes;      /* host memory held by the index */
   int64_t device_bytes;    /* GPU memory held by the index */
-  char descriptor[128];    /* the descriptor the index was created with, NUL-terminated */
+  char descriptor[128];    /* the descriptor the index was created with, NUL-terminated (cut to
+                              127 bytes if longer) */
 } qv_index_info_t;
 
-/* Fills *info (whose struct_size the caller sets; qv_index_info_init does it). Thread-safe with
- * searches. */
+/* Zeroes *info and sets its struct_size. Returns QV_ERR_INVALID_ARGUMENT if info is NULL. */
 QV_API qv_status_t qv_index_info_init(qv_index_info_t *info);
+
+/* Fills *info, which the caller prepared with qv_index_info_init (an older caller's smaller
+ * struct_size is honoured: only that many bytes are written). Thread-safe with searches.
+ * Returns QV_OK, or QV_ERR_INVALID_ARGUMENT (NULL index or info, struct_size too small). */
 QV_API qv_status_t qv_index_info(const qv_index_t *index, qv_index_info_t *info);
 
 /* Saves the index to path. The file is written to a temporary name beside path and renamed over
@@ -261,7 +272,8 @@ QV_API qv_status_t qv_index_load(qv_context_t *context, const char *path, qv_ind
  * qv_buffer_free; *size its length in bytes. Same format as qv_index_save. */
 QV_API qv_status_t qv_index_save_buffer(const qv_index_t *index, void **data, size_t *size);
 
-/* Loads an index from size bytes at data (host memory, read during the call). */
+/* Loads an index from size bytes at data (host memory, read during the call); *out receives a new
+ * index owned by the caller. Returns the same codes as qv_index_load (QV_ERR_IO aside). */
 QV_API qv_status_t qv_index_load_buffer(qv_context_t *context, const void *data, size_t size,
                                         qv_index_t **out);
 
@@ -286,7 +298,7 @@ typedef struct qv_kmeans_params {
   int64_t max_points_per_centroid; /* sub-sample to k * this many points; 0 = use all; default 256 */
 } qv_kmeans_params_t;
 
-/* Fills *params with defaults. */
+/* Fills *params with defaults. Returns QV_ERR_INVALID_ARGUMENT if params is NULL. */
 QV_API qv_status_t qv_kmeans_params_init(qv_kmeans_params_t *params);
 
 /* k-means clustering (squared L2) of n vectors into k centroids.
