@@ -1,0 +1,141 @@
+package quiver
+
+import (
+	"runtime"
+	"testing"
+)
+
+func TestContextDefaults(t *testing.T) {
+	ctx := newContext(t)
+	kind, id, err := ctx.Device()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := CUDADeviceCount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 0 {
+		t.Fatalf("CUDADeviceCount() = %d", n)
+	}
+	switch kind {
+	case DeviceCPU:
+		if id != -1 {
+			t.Errorf("CPU context has device id %d, want -1", id)
+		}
+	case DeviceCUDA:
+		if n == 0 || id < 0 || id >= n {
+			t.Errorf("CUDA context on device %d of %d", id, n)
+		}
+	default:
+		t.Errorf("Device() = %v, want CPU or CUDA", kind)
+	}
+}
+
+func TestContextCPU(t *testing.T) {
+	ctx, err := NewContext(&ContextOptions{Device: DeviceCPU, CPUThreads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	kind, id, err := ctx.Device()
+	if err != nil || kind != DeviceCPU || id != -1 {
+		t.Fatalf("Device() = %v, %d, %v; want CPU, -1", kind, id, err)
+	}
+}
+
+func TestContextCUDA(t *testing.T) {
+	n, err := CUDADeviceCount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := NewContext(&ContextOptions{Device: DeviceCUDA})
+	if n == 0 {
+		wantError(t, err, ErrNoDevice)
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	if kind, id, err := ctx.Device(); err != nil || kind != DeviceCUDA || id != 0 {
+		t.Fatalf("Device() = %v, %d, %v; want CUDA, 0", kind, id, err)
+	}
+	// An ordinal past the last device: the header leaves the exact status open.
+	if bad, err := NewContext(&ContextOptions{Device: DeviceCUDA, DeviceID: n}); err == nil {
+		bad.Close()
+		t.Fatalf("CUDA context on device %d of %d succeeded", n, n)
+	} else if e, ok := err.(*Error); !ok || e.Message == "" {
+		t.Fatalf("got %v, want an *Error with a message", err)
+	}
+}
+
+func TestContextInvalidOptions(t *testing.T) {
+	for _, o := range []ContextOptions{{CPUThreads: -1}, {Device: DeviceKind(42)}, {DeviceID: 1 << 40}} {
+		ctx, err := NewContext(&o)
+		if err == nil {
+			ctx.Close()
+		}
+		wantError(t, err, ErrInvalidArgument)
+	}
+}
+
+func TestContextClose(t *testing.T) {
+	ctx, err := NewContext(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := randomVectors(1, 10, 4)
+	ix := newFlat(t, ctx, 4, MetricL2, data)
+	// The index keeps working after its context is closed.
+	if err := ctx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ctx.Device(); err == nil {
+		t.Fatal("Device on a closed context succeeded")
+	} else {
+		wantError(t, err, ErrInvalidArgument)
+	}
+	_, err = NewIndex(ctx, Flat, 4, MetricL2)
+	wantError(t, err, ErrInvalidArgument)
+	if _, err := ix.Search(data[:4], 1, nil); err != nil {
+		t.Fatalf("index of a closed context: %v", err)
+	}
+	if err := ix.Add(data); err != nil {
+		t.Fatalf("index of a closed context: %v", err)
+	}
+	buf, err := ix.SaveToBuffer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	_, err = LoadFromBuffer(ctx, buf)
+	wantError(t, err, ErrInvalidArgument)
+	var nilCtx *Context
+	_, err = NewIndex(nilCtx, Flat, 4, MetricL2)
+	wantError(t, err, ErrInvalidArgument)
+}
+
+// TestFinalizers drops handles without closing them; the finalizers must release them in order
+// (index before context) without crashing.
+func TestFinalizers(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		ctx, err := NewContext(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ix, err := NewIndex(ctx, Flat, 8, MetricL2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ix.Add(randomVectors(int64(i), 16, 8)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 5; i++ {
+		runtime.GC()
+	}
+}

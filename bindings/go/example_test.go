@@ -1,0 +1,46 @@
+package quiver_test
+
+import (
+	"fmt"
+	"log"
+
+	"quiver.dev/quiver"
+)
+
+// Example builds an exact index over four 2-d vectors and finds the two nearest neighbours of a
+// query.
+func Example() {
+	ctx, err := quiver.NewContext(nil) // a GPU if one is usable, else the CPU
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctx.Close()
+
+	index, err := quiver.NewIndex(ctx, quiver.Flat, 2, quiver.MetricL2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer index.Close()
+
+	vectors := []float32{ // row-major: one vector per row
+		0, 0,
+		1, 0,
+		0, 2,
+		3, 3,
+	}
+	if err := index.AddWithIDs(vectors, []int64{10, 11, 12, 13}); err != nil {
+		log.Fatal(err)
+	}
+
+	res, err := index.Search([]float32{0.9, 0.1}, 2, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	distances, ids := res.Row(0)
+	for i := range ids {
+		fmt.Printf("id %d at squared distance %.2f\n", ids[i], distances[i])
+	}
+	// Output:
+	// id 11 at squared distance 0.02
+	// id 10 at squared distance 0.82
+}

@@ -1,0 +1,3 @@
+module quiver.dev/quiver
+
+go 1.19

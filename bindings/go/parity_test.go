@@ -1,0 +1,42 @@
+package quiver
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestParity checks that every function of quiver.h is called from the package, as C.<name>.
+func TestParity(t *testing.T) {
+	header, err := os.ReadFile(filepath.Join("..", "..", "include", "quiver", "quiver.h"))
+	if err != nil {
+		t.Skipf("no header beside the package: %v", err)
+	}
+	sources, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var code []byte
+	for _, name := range sources {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code = append(code, b...)
+	}
+	decls := regexp.MustCompile(`QV_API[^;(]*\b(qv_\w+)\s*\(`).FindAllSubmatch(header, -1)
+	if len(decls) == 0 {
+		t.Fatal("found no function in quiver.h")
+	}
+	for _, d := range decls {
+		name := string(d[1])
+		if !regexp.MustCompile(`\bC\.` + name + `\b`).Match(code) {
+			t.Errorf("%s is not called from the Go package", name)
+		}
+	}
+}

@@ -1,0 +1,161 @@
+// Package quiver is the Go binding of quiver, a similarity-search library: exact k-nearest-neighbour
+// search, range search and k-means over dense float32 vectors, on NVIDIA GPUs and on CPUs.
+//
+// The package mirrors the C API of include/quiver/quiver.h one function for one function, and links
+// the shared library libquiver.so built from the same repository.
+//
+// Vectors are row-major []float32: n vectors of dimension dim are one slice of n*dim floats.
+// Slices are read or written only during a call; the library keeps no pointer to Go memory.
+//
+// Every failure is an *Error carrying the C status and message; test it with errors.Is against the
+// Err* values, e.g. errors.Is(err, quiver.ErrInvalidArgument).
+//
+// A Context and an Index hold C resources: Close them when done. Close is idempotent, and a
+// finalizer releases a handle that was forgotten, whenever the garbage collector gets to it. Both
+// are safe for concurrent use by many goroutines: searches on one Index run in parallel, while
+// Train, Add, Remove and Close wait for them and run alone, as the C API requires.
+package quiver
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../include -I${SRCDIR}/../../build/include
+#cgo LDFLAGS: -L${SRCDIR}/../../build -lquiver -Wl,-rpath,${SRCDIR}/../../build
+#include "quiver_go.h"
+
+#if QV_ABI_VERSION != 1
+#error "this Go package is written for quiver ABI version 1 (QV_ABI_VERSION in quiver/version.h)"
+#endif
+*/
+import "C"
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"unsafe"
+)
+
+// Version returns the version of the linked library as major*10000 + minor*100 + patch
+// (QV_VERSION_NUMBER).
+func Version() uint32 { return uint32(C.qv_version()) }
+
+// VersionString returns the version of the linked library as "MAJOR.MINOR.PATCH".
+func VersionString() string { return C.GoString(C.qv_version_string()) }
+
+// ABIVersion returns the ABI version of the linked library. It equals HeaderABIVersion: the package
+// does not compile against another header, and the loader refuses a library of another SOVERSION.
+func ABIVersion() uint32 { return uint32(C.qv_abi_version()) }
+
+// HeaderABIVersion is the ABI version (QV_ABI_VERSION) of the header this package was compiled with.
+const HeaderABIVersion = C.QV_ABI_VERSION
+
+// MaxK is the largest k accepted by the k-nearest-neighbour searches (QV_MAX_K).
+const MaxK = C.QV_MAX_K
+
+// Flat is the descriptor of the exact index: every search compares the query with every vector.
+const Flat = "Flat"
+
+// Metric is how vectors are compared.
+type Metric int32
+
+const (
+	// MetricL2 is the squared Euclidean distance; smaller is closer, distances and radii are squared.
+	MetricL2 Metric = C.QV_METRIC_L2
+	// MetricInnerProduct is the inner product <x, y>; larger is closer.
+	MetricInnerProduct Metric = C.QV_METRIC_INNER_PRODUCT
+	// MetricCosine is the cosine similarity <x, y> / (|x| |y|) in [-1, 1]; larger is closer.
+	// Zero vectors are rejected.
+	MetricCosine Metric = C.QV_METRIC_COSINE
+)
+
+// String returns the metric's name, e.g. "L2".
+func (m Metric) String() string {
+	switch m {
+	case MetricL2:
+		return "L2"
+	case MetricInnerProduct:
+		return "InnerProduct"
+	case MetricCosine:
+		return "Cosine"
+	}
+	return fmt.Sprintf("Metric(%d)", int32(m))
+}
+
+// DeviceKind is where a context runs its work.
+type DeviceKind int32
+
+const (
+	// DeviceAuto is a CUDA device when one is usable, else the CPU.
+	DeviceAuto DeviceKind = C.QV_DEVICE_AUTO
+	// DeviceCPU is the CPU.
+	DeviceCPU DeviceKind = C.QV_DEVICE_CPU
+	// DeviceCUDA is a CUDA device.
+	DeviceCUDA DeviceKind = C.QV_DEVICE_CUDA
+)
+
+// String returns the device kind's name, e.g. "CPU".
+func (d DeviceKind) String() string {
+	switch d {
+	case DeviceAuto:
+		return "Auto"
+	case DeviceCPU:
+		return "CPU"
+	case DeviceCUDA:
+		return "CUDA"
+	}
+	return fmt.Sprintf("DeviceKind(%d)", int32(d))
+}
+
+// call names the quiver function a helper of quiver_go.h is to make, together with the reader of
+// the thread's error message, which the helper calls in the same cgo call when the function fails.
+func call(fn unsafe.Pointer) C.qv_go_call_t {
+	return C.qv_go_call_t{fn: (*[0]byte)(fn), message: (*[0]byte)(C.qv_last_error_message)}
+}
+
+// rows returns how many vectors of dimension dim the slice x named name holds.
+func rows(name string, x []float32, dim int) (int, error) {
+	if dim <= 0 {
+		return 0, invalidArgument("dim is %d, must be at least 1", dim)
+	}
+	if len(x)%dim != 0 {
+		return 0, invalidArgument("%s has %d floats, not a multiple of dim %d", name, len(x), dim)
+	}
+	return len(x) / dim, nil
+}
+
+// checkK validates a k of the k-nearest-neighbour searches, before outputs are allocated.
+func checkK(k int) error {
+	if k < 1 || k > MaxK {
+		return invalidArgument("k is %d, must be in 1 .. %d", k, MaxK)
+	}
+	return nil
+}
+
+// cString converts s for C, refusing a NUL byte that would cut it short. Free the result with C.free.
+func cString(name, s string) (*C.char, error) {
+	if strings.IndexByte(s, 0) >= 0 {
+		return nil, invalidArgument("%s contains a NUL byte", name)
+	}
+	return C.CString(s), nil
+}
+
+func floats(s []float32) *C.float {
+	if len(s) == 0 {
+		return nil
+	}
+	return (*C.float)(unsafe.Pointer(&s[0]))
+}
+
+func int64s(s []int64) *C.int64_t {
+	if len(s) == 0 {
+		return nil
+	}
+	return (*C.int64_t)(unsafe.Pointer(&s[0]))
+}
+
+// uint32Arg converts a count that the C API takes as uint32_t.
+func uint32Arg(name string, v int) (C.uint32_t, error) {
+	if v < 0 || uint64(v) > math.MaxUint32 {
+		return 0, invalidArgument("%s is %d, out of range 0 .. %d", name, v, uint32(math.MaxUint32))
+	}
+	return C.uint32_t(v), nil
+}

@@ -1,0 +1,335 @@
+//! Raw declarations of the quiver C API, written by hand to mirror `include/quiver/quiver.h`.
+//!
+//! Every item here has the name, type and layout it has in the header; read the header's comment of
+//! a function for its contract (ownership, thread safety, errors). Use the `quiver` crate for a safe
+//! API. The build script links `libquiver.a` (from `QUIVER_LIB_DIR`, else built with cmake) and every
+//! library it needs; `scripts/check_parity.sh` checks that each `qv_` function of the header is
+//! declared here.
+//!
+//! The version constants (`QV_VERSION_*`, `QV_ABI_VERSION`) come from the generated
+//! `quiver/version.h` of the library that was linked; the build fails if its ABI version is not the
+//! one these declarations were written for.
+#![no_std]
+#![warn(missing_docs)]
+#![allow(non_camel_case_types)]
+
+use core::ffi::{c_char, c_void};
+use core::marker::{PhantomData, PhantomPinned};
+
+include!(concat!(env!("OUT_DIR"), "/version.rs"));
+
+// ------------------------------------------------------------------------------------------------
+// Status codes and errors
+
+/// `qv_status_t`: `QV_OK` or one of the `QV_ERR_*` codes.
+pub type qv_status_t = i32;
+
+/// Success.
+pub const QV_OK: qv_status_t = 0;
+/// A NULL pointer, a size out of range, NaN/Inf data, bad ids...
+pub const QV_ERR_INVALID_ARGUMENT: qv_status_t = 1;
+/// A host allocation failed.
+pub const QV_ERR_OUT_OF_HOST_MEMORY: qv_status_t = 2;
+/// A GPU allocation failed; the index is intact.
+pub const QV_ERR_OUT_OF_DEVICE_MEMORY: qv_status_t = 3;
+/// The CUDA runtime or cuBLAS reported an error.
+pub const QV_ERR_CUDA: qv_status_t = 4;
+/// A CUDA device was asked for and none is usable.
+pub const QV_ERR_NO_DEVICE: qv_status_t = 5;
+/// The index needs `qv_index_train` before this call.
+pub const QV_ERR_NOT_TRAINED: qv_status_t = 6;
+/// A valid request this index kind, metric or build cannot do.
+pub const QV_ERR_UNSUPPORTED: qv_status_t = 7;
+/// A file could not be opened, read, written or renamed.
+pub const QV_ERR_IO: qv_status_t = 8;
+/// A saved index is truncated, damaged or not a quiver index.
+pub const QV_ERR_CORRUPT_DATA: qv_status_t = 9;
+/// A saved index was written in a format version this library does not read.
+pub const QV_ERR_VERSION_MISMATCH: qv_status_t = 10;
+/// A bug in quiver.
+pub const QV_ERR_INTERNAL: qv_status_t = 11;
+
+// ------------------------------------------------------------------------------------------------
+// Enumerations
+
+/// `qv_metric_t`: one of the `QV_METRIC_*` codes.
+pub type qv_metric_t = i32;
+/// Squared Euclidean distance; smaller is closer. Distances and radii are squared.
+pub const QV_METRIC_L2: qv_metric_t = 0;
+/// Inner product; larger is closer.
+pub const QV_METRIC_INNER_PRODUCT: qv_metric_t = 1;
+/// Cosine similarity in [-1, 1]; larger is closer. Zero vectors are rejected.
+pub const QV_METRIC_COSINE: qv_metric_t = 2;
+
+/// `qv_device_kind_t`: one of the `QV_DEVICE_*` codes.
+pub type qv_device_kind_t = i32;
+/// A CUDA device if one is usable, else the CPU.
+pub const QV_DEVICE_AUTO: qv_device_kind_t = 0;
+/// The CPU.
+pub const QV_DEVICE_CPU: qv_device_kind_t = 1;
+/// A CUDA device.
+pub const QV_DEVICE_CUDA: qv_device_kind_t = 2;
+
+/// Largest k accepted by the k-nearest-neighbour searches.
+pub const QV_MAX_K: u32 = 2048;
+
+// ------------------------------------------------------------------------------------------------
+// Opaque handles (incomplete structs in C: never constructed, only pointed to)
+
+/// `struct qv_context`: where work runs. Opaque.
+#[repr(C)]
+pub struct qv_context {
+    _data: [u8; 0],
+    _marker: PhantomData<(*mut u8, PhantomPinned)>,
+}
+/// `qv_context_t`.
+pub type qv_context_t = qv_context;
+
+/// `struct qv_index`: an index. Opaque.
+#[repr(C)]
+pub struct qv_index {
+    _data: [u8; 0],
+    _marker: PhantomData<(*mut u8, PhantomPinned)>,
+}
+/// `qv_index_t`.
+pub type qv_index_t = qv_index;
+
+/// `struct qv_range_result`: range search results in CSR form. Opaque.
+#[repr(C)]
+pub struct qv_range_result {
+    _data: [u8; 0],
+    _marker: PhantomData<(*mut u8, PhantomPinned)>,
+}
+/// `qv_range_result_t`.
+pub type qv_range_result_t = qv_range_result;
+
+// ------------------------------------------------------------------------------------------------
+// Parameter and information structs (struct_size first; fill with the matching _init)
+
+/// `qv_context_options_t`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct qv_context_options_t {
+    /// `sizeof(qv_context_options_t)`, set by `qv_context_options_init`.
+    pub struct_size: u32,
+    /// Default `QV_DEVICE_AUTO`.
+    pub device: qv_device_kind_t,
+    /// CUDA device ordinal for `QV_DEVICE_CUDA` / `AUTO`; default 0.
+    pub device_id: i32,
+    /// Threads of the context's own pool; 0 (default) = one per core.
+    pub cpu_threads: i32,
+}
+
+/// `qv_search_params_t`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct qv_search_params_t {
+    /// `sizeof(qv_search_params_t)`, set by `qv_search_params_init`.
+    pub struct_size: u32,
+    /// Allowed ids: bit (id % 8) of byte filter[id / 8]; NULL allows every id. Host memory.
+    pub filter: *const u8,
+    /// Ids at or beyond this are excluded when `filter` is not NULL.
+    pub filter_bits: i64,
+    /// Inverted-file indexes: lists visited; 0 = the index's default.
+    pub nprobe: u32,
+    /// Graph indexes: candidate pool size; 0 = the index's default.
+    pub search_width: u32,
+}
+
+/// `qv_index_info_t`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct qv_index_info_t {
+    /// Set by the caller: `sizeof(qv_index_info_t)` (`qv_index_info_init` does it).
+    pub struct_size: u32,
+    /// Vector dimension.
+    pub dim: i64,
+    /// The metric.
+    pub metric: qv_metric_t,
+    /// 1 when searches and adds are possible.
+    pub is_trained: i32,
+    /// Vectors in the index.
+    pub count: i64,
+    /// `QV_DEVICE_CPU` or `QV_DEVICE_CUDA`.
+    pub device: qv_device_kind_t,
+    /// CUDA ordinal, -1 on the CPU.
+    pub device_id: i32,
+    /// Host memory held by the index.
+    pub host_bytes: i64,
+    /// GPU memory held by the index.
+    pub device_bytes: i64,
+    /// The descriptor the index was created with, NUL-terminated.
+    pub descriptor: [c_char; 128],
+}
+
+/// `qv_kmeans_params_t`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct qv_kmeans_params_t {
+    /// `sizeof(qv_kmeans_params_t)`, set by `qv_kmeans_params_init`.
+    pub struct_size: u32,
+    /// Lloyd iterations; default 20.
+    pub iterations: u32,
+    /// Initialisation and sub-sampling seed; default 1234.
+    pub seed: u64,
+    /// Sub-sample to k * this many points; 0 = use all; default 256.
+    pub max_points_per_centroid: i64,
+}
+
+// ------------------------------------------------------------------------------------------------
+// Functions, in the header's order
+
+extern "C" {
+    // Status codes and errors
+    /// The name of a status code, e.g. "QV_ERR_INVALID_ARGUMENT"; static, never NULL.
+    pub fn qv_status_string(status: qv_status_t) -> *const c_char;
+    /// The message of the last failed quiver call on this thread, "" after a success; never NULL, valid until the next quiver call on this thread.
+    pub fn qv_last_error_message() -> *const c_char;
+
+    // Versions
+    /// `QV_VERSION_NUMBER` of the library actually linked.
+    pub fn qv_version() -> u32;
+    /// "MAJOR.MINOR.PATCH" of the library actually linked; static.
+    pub fn qv_version_string() -> *const c_char;
+    /// `QV_ABI_VERSION` of the library actually linked.
+    pub fn qv_abi_version() -> u32;
+
+    // Contexts
+    /// Fills `*options` with defaults.
+    pub fn qv_context_options_init(options: *mut qv_context_options_t) -> qv_status_t;
+    /// Creates a context (`options` NULL for defaults), released with `qv_context_free`. Thread-safe.
+    pub fn qv_context_create(
+        options: *const qv_context_options_t,
+        out: *mut *mut qv_context_t,
+    ) -> qv_status_t;
+    /// Releases the caller's reference to a context (its indexes keep it alive); no call may be
+    /// running on the context itself. NULL is a no-op.
+    pub fn qv_context_free(context: *mut qv_context_t);
+    /// The device a context resolved to and its CUDA ordinal (-1 on the CPU); either output may be NULL.
+    pub fn qv_context_device(
+        context: *const qv_context_t,
+        kind: *mut qv_device_kind_t,
+        device_id: *mut i32,
+    ) -> qv_status_t;
+    /// Number of usable CUDA devices (0 on a build without CUDA or a machine without a GPU).
+    pub fn qv_cuda_device_count(count: *mut i32) -> qv_status_t;
+
+    // Search parameters
+    /// Fills `*params` with defaults.
+    pub fn qv_search_params_init(params: *mut qv_search_params_t) -> qv_status_t;
+
+    // Indexes
+    /// Creates an empty index from a descriptor such as "Flat"; the index keeps the context alive.
+    /// Thread-safe.
+    pub fn qv_index_create(
+        context: *mut qv_context_t,
+        descriptor: *const c_char,
+        dim: i64,
+        metric: qv_metric_t,
+        out: *mut *mut qv_index_t,
+    ) -> qv_status_t;
+    /// Releases an index; no other call may be running on it. NULL is a no-op.
+    pub fn qv_index_free(index: *mut qv_index_t);
+    /// Trains the index on `n x dim` vectors. Needs exclusive access.
+    pub fn qv_index_train(index: *mut qv_index_t, n: i64, x: *const f32) -> qv_status_t;
+    /// Adds `n x dim` vectors with ids (NULL: consecutive). Needs exclusive access; on error nothing is added.
+    pub fn qv_index_add(
+        index: *mut qv_index_t,
+        n: i64,
+        x: *const f32,
+        ids: *const i64,
+    ) -> qv_status_t;
+    /// Searches the k nearest neighbours of `nq` queries into `nq x k` outputs. Concurrent calls are safe.
+    pub fn qv_index_search(
+        index: *const qv_index_t,
+        nq: i64,
+        queries: *const f32,
+        k: u32,
+        params: *const qv_search_params_t,
+        distances: *mut f32,
+        ids: *mut i64,
+    ) -> qv_status_t;
+    /// Finds every vector within `radius` of each query into a new range result. Concurrent calls are safe.
+    pub fn qv_index_range_search(
+        index: *const qv_index_t,
+        nq: i64,
+        queries: *const f32,
+        radius: f32,
+        params: *const qv_search_params_t,
+        out: *mut *mut qv_range_result_t,
+    ) -> qv_status_t;
+    /// Views a range result: query count and pointers to lims (nq + 1), ids and distances; each output may be NULL.
+    pub fn qv_range_result_get(
+        result: *const qv_range_result_t,
+        nq: *mut i64,
+        lims: *mut *const i64,
+        ids: *mut *const i64,
+        distances: *mut *const f32,
+    ) -> qv_status_t;
+    /// Releases a range result. NULL is a no-op.
+    pub fn qv_range_result_free(result: *mut qv_range_result_t);
+    /// Removes the vectors with the given ids; `removed` (may be NULL) receives the count. Needs exclusive access.
+    pub fn qv_index_remove(
+        index: *mut qv_index_t,
+        n: i64,
+        ids: *const i64,
+        removed: *mut i64,
+    ) -> qv_status_t;
+    /// Fills `*info` with its `struct_size`, ready for `qv_index_info`.
+    pub fn qv_index_info_init(info: *mut qv_index_info_t) -> qv_status_t;
+    /// Describes an index. Thread-safe with searches.
+    pub fn qv_index_info(index: *const qv_index_t, info: *mut qv_index_info_t) -> qv_status_t;
+    /// Saves the index to a file (written beside it, then renamed). Thread-safe with searches.
+    pub fn qv_index_save(index: *const qv_index_t, path: *const c_char) -> qv_status_t;
+    /// Loads an index saved by `qv_index_save` or `qv_index_save_buffer` onto the context's device.
+    pub fn qv_index_load(
+        context: *mut qv_context_t,
+        path: *const c_char,
+        out: *mut *mut qv_index_t,
+    ) -> qv_status_t;
+    /// Serializes the index into a new buffer released with `qv_buffer_free`.
+    pub fn qv_index_save_buffer(
+        index: *const qv_index_t,
+        data: *mut *mut c_void,
+        size: *mut usize,
+    ) -> qv_status_t;
+    /// Loads an index from `size` bytes of host memory.
+    pub fn qv_index_load_buffer(
+        context: *mut qv_context_t,
+        data: *const c_void,
+        size: usize,
+        out: *mut *mut qv_index_t,
+    ) -> qv_status_t;
+    /// Releases a buffer from `qv_index_save_buffer`. NULL is a no-op.
+    pub fn qv_buffer_free(data: *mut c_void);
+
+    // Operations without an index
+    /// Exact k-nearest-neighbour search of `nq` queries among `n` base vectors, without an index. Thread-safe.
+    pub fn qv_knn(
+        context: *mut qv_context_t,
+        metric: qv_metric_t,
+        dim: i64,
+        n: i64,
+        base: *const f32,
+        nq: i64,
+        queries: *const f32,
+        k: u32,
+        params: *const qv_search_params_t,
+        distances: *mut f32,
+        ids: *mut i64,
+    ) -> qv_status_t;
+    /// Fills `*params` with defaults.
+    pub fn qv_kmeans_params_init(params: *mut qv_kmeans_params_t) -> qv_status_t;
+    /// k-means (squared L2) of `n` vectors into `k` centroids; optional assignments and objective.
+    pub fn qv_kmeans(
+        context: *mut qv_context_t,
+        dim: i64,
+        n: i64,
+        x: *const f32,
+        k: u32,
+        params: *const qv_kmeans_params_t,
+        centroids: *mut f32,
+        assignments: *mut i64,
+        objective: *mut f64,
+    ) -> qv_status_t;
+}

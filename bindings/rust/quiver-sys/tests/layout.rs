@@ -1,0 +1,136 @@
+//! The declarations mirror quiver.h: struct sizes, field offsets and constants are compared with
+//! what a C compiler makes of the header (skipped, with a note, when no `cc` is installed), and the
+//! library answers the simplest calls.
+
+use std::mem::{offset_of, size_of};
+use std::process::Command;
+
+use quiver_sys::*;
+
+/// Lines `name value`, one per struct size, field offset and constant, in a fixed order.
+macro_rules! describe {
+    ($( $ty:ident { $($field:ident),* } )* ; $($constant:ident),*) => {{
+        let rust = vec![
+            $(
+                format!("sizeof({}) {}", stringify!($ty), size_of::<$ty>()),
+                $( format!("offsetof({}, {}) {}", stringify!($ty), stringify!($field),
+                           offset_of!($ty, $field)), )*
+            )*
+            $( format!("{} {}", stringify!($constant), $constant as i64), )*
+        ];
+        let c = vec![
+            $(
+                format!("printf(\"sizeof({}) %zu\\n\", sizeof({}));", stringify!($ty), stringify!($ty)),
+                $( format!("printf(\"offsetof({}, {}) %zu\\n\", offsetof({}, {}));",
+                           stringify!($ty), stringify!($field), stringify!($ty), stringify!($field)), )*
+            )*
+            $( format!("printf(\"{} %lld\\n\", (long long)({}));", stringify!($constant),
+                       stringify!($constant)), )*
+        ];
+        (rust, c)
+    }};
+}
+
+fn layouts() -> (Vec<String>, Vec<String>) {
+    describe!(
+        qv_context_options_t { struct_size, device, device_id, cpu_threads }
+        qv_search_params_t { struct_size, filter, filter_bits, nprobe, search_width }
+        qv_index_info_t {
+            struct_size, dim, metric, is_trained, count, device, device_id, host_bytes,
+            device_bytes, descriptor
+        }
+        qv_kmeans_params_t { struct_size, iterations, seed, max_points_per_centroid }
+        ;
+        QV_OK, QV_ERR_INVALID_ARGUMENT, QV_ERR_OUT_OF_HOST_MEMORY, QV_ERR_OUT_OF_DEVICE_MEMORY,
+        QV_ERR_CUDA, QV_ERR_NO_DEVICE, QV_ERR_NOT_TRAINED, QV_ERR_UNSUPPORTED, QV_ERR_IO,
+        QV_ERR_CORRUPT_DATA, QV_ERR_VERSION_MISMATCH, QV_ERR_INTERNAL,
+        QV_METRIC_L2, QV_METRIC_INNER_PRODUCT, QV_METRIC_COSINE,
+        QV_DEVICE_AUTO, QV_DEVICE_CPU, QV_DEVICE_CUDA, QV_MAX_K,
+        QV_VERSION_MAJOR, QV_VERSION_MINOR, QV_VERSION_PATCH, QV_VERSION_NUMBER, QV_ABI_VERSION
+    )
+}
+
+#[test]
+fn structs_and_constants_match_the_c_header() {
+    let (rust, c_lines) = layouts();
+    let (Some(include), Some(generated)) = (
+        option_env!("QUIVER_SYS_INCLUDE"),
+        option_env!("QUIVER_SYS_GENERATED_INCLUDE"),
+    ) else {
+        eprintln!("skipped: the generated quiver/version.h was not found at build time");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("quiver-sys-layout-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = dir.join("layout.c");
+    let program = dir.join("layout");
+    std::fs::write(
+        &source,
+        format!(
+            "#include <stddef.h>\n#include <stdio.h>\n#include \"quiver/quiver.h\"\n\
+             int main(void) {{\n{}\nreturn 0;\n}}\n",
+            c_lines.join("\n")
+        ),
+    )
+    .unwrap();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let compiled = Command::new(&cc)
+        .args(["-std=c99", "-I", include, "-I", generated, "-o"])
+        .arg(&program)
+        .arg(&source)
+        .status();
+    match compiled {
+        Err(err) => {
+            eprintln!("skipped: cannot run {cc}: {err}");
+            return;
+        }
+        Ok(status) => assert!(status.success(), "{cc} failed on quiver.h"),
+    }
+    let output = Command::new(&program).output().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let c: Vec<String> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(rust, c);
+}
+
+#[test]
+fn struct_sizes_on_64_bit_targets() {
+    if size_of::<usize>() == 8 {
+        assert_eq!(size_of::<qv_context_options_t>(), 16);
+        assert_eq!(size_of::<qv_search_params_t>(), 32);
+        assert_eq!(size_of::<qv_index_info_t>(), 184);
+        assert_eq!(size_of::<qv_kmeans_params_t>(), 24);
+    }
+}
+
+#[test]
+fn the_linked_library_is_the_one_declared() {
+    // SAFETY: calls without arguments or with valid pointers, as the header describes.
+    unsafe {
+        assert_eq!(qv_abi_version(), QV_ABI_VERSION);
+        assert_eq!(qv_version(), QV_VERSION_NUMBER);
+        let s = std::ffi::CStr::from_ptr(qv_version_string());
+        assert_eq!(s.to_str().unwrap(), QV_VERSION_STRING);
+        let mut p: qv_search_params_t = std::mem::zeroed();
+        assert_eq!(qv_search_params_init(&mut p), QV_OK);
+        assert_eq!(p.struct_size as usize, size_of::<qv_search_params_t>());
+        assert_eq!(
+            qv_search_params_init(std::ptr::null_mut()),
+            QV_ERR_INVALID_ARGUMENT
+        );
+        let message = qv_last_error_message();
+        assert!(
+            !message.is_null() && *message != 0,
+            "a failure leaves a message"
+        );
+        let name = std::ffi::CStr::from_ptr(qv_status_string(QV_ERR_IO));
+        assert_eq!(name.to_str().unwrap(), "QV_ERR_IO");
+        qv_index_free(std::ptr::null_mut());
+        qv_context_free(std::ptr::null_mut());
+        qv_range_result_free(std::ptr::null_mut());
+        qv_buffer_free(std::ptr::null_mut());
+    }
+}

@@ -1,0 +1,361 @@
+//! `Index`: vectors organised for search, created from a Faiss-style descriptor.
+
+use std::ffi::c_void;
+use std::fmt;
+use std::path::Path;
+use std::ptr::{self, NonNull};
+
+use crate::context::{Context, Device};
+use crate::error::{check, Error, Result, Status};
+use crate::metric::Metric;
+use crate::neighbors::Neighbors;
+use crate::range_result::RangeResult;
+use crate::search_params::SearchParams;
+use crate::shape::{c_path, c_string, k_value, output_len, output_slice, rows, to_i64};
+use quiver_sys as sys;
+
+/// The index kinds, by structure; [`IndexKind::descriptor`] gives the descriptor string that
+/// [`Index::new`] takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum IndexKind {
+    /// Exact search over all vectors: descriptor `"Flat"`.
+    Flat,
+}
+
+impl IndexKind {
+    /// The descriptor string of this kind.
+    pub fn descriptor(self) -> &'static str {
+        match self {
+            IndexKind::Flat => "Flat",
+        }
+    }
+}
+
+/// What [`Index::info`] reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct IndexInfo {
+    /// Vector dimension.
+    pub dim: usize,
+    /// The metric.
+    pub metric: Metric,
+    /// Whether searches and adds are possible.
+    pub is_trained: bool,
+    /// Vectors in the index.
+    pub count: usize,
+    /// Where the index lives.
+    pub device: Device,
+    /// Host memory held by the index, in bytes.
+    pub host_bytes: u64,
+    /// GPU memory held by the index, in bytes.
+    pub device_bytes: u64,
+    /// The descriptor the index was created with.
+    pub descriptor: String,
+}
+
+/// Vectors organised for k-nearest-neighbour and range search.
+///
+/// `search`, `range_search`, `info`, `save` and `save_to_buffer` take `&self` and may run on many
+/// threads at once (share the index through an `Arc`); `train`, `add` and `remove` take `&mut self`.
+/// The index keeps its [`Context`] alive.
+pub struct Index {
+    raw: NonNull<sys::qv_index_t>,
+    dim: usize,
+    metric: Metric,
+    // Dropped after `raw` is freed (Drop::drop runs before the fields drop), so the context outlives
+    // the index on the Rust side too; also what `Index::context` returns.
+    context: Context,
+}
+
+// SAFETY: quiver.h, "Thread safety": "On one index, concurrent qv_index_search /
+// qv_index_range_search / qv_index_info / qv_index_save calls are safe; qv_index_train /
+// qv_index_add / qv_index_remove need exclusive access". Only the former are reachable through
+// `&Index` (plus qv_index_save_buffer, a save to memory); the latter need `&mut Index`. An index has
+// no thread affinity (only the error message is per thread), so it may move between threads and be
+// freed on any of them.
+unsafe impl Send for Index {}
+unsafe impl Sync for Index {}
+
+impl Drop for Index {
+    fn drop(&mut self) {
+        // SAFETY: owned handle, freed once; `&mut self` means no other call runs on it. Never fails.
+        unsafe { sys::qv_index_free(self.raw.as_ptr()) }
+    }
+}
+
+impl Index {
+    /// Creates an empty index on `context`'s device.
+    ///
+    /// `descriptor` names the kind, Faiss-style (`"Flat"`; see [`IndexKind`]); `dim` is 1 ..= 65536.
+    /// Errors: `InvalidArgument` (unknown or malformed descriptor, bad dim), `Unsupported` (the kind
+    /// cannot run on an explicit CUDA context).
+    pub fn new(context: &Context, descriptor: &str, dim: usize, metric: Metric) -> Result<Index> {
+        let c_descriptor = c_string("descriptor", descriptor)?;
+        let c_dim = to_i64("dim", dim)?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: a live context; a NUL-terminated descriptor; raw is a valid output.
+        check(unsafe {
+            sys::qv_index_create(
+                context.as_raw(),
+                c_descriptor.as_ptr(),
+                c_dim,
+                metric.code(),
+                &mut raw,
+            )
+        })?;
+        let raw = non_null(raw, "qv_index_create")?;
+        Ok(Index {
+            raw,
+            dim,
+            metric,
+            context: context.clone(),
+        })
+    }
+
+    /// Loads an index saved by [`Index::save`] or [`Index::save_to_buffer`] onto `context`'s device.
+    /// Errors: `Io`, `CorruptData` (truncated, damaged, not a quiver file), `VersionMismatch`, ...
+    pub fn load(context: &Context, path: impl AsRef<Path>) -> Result<Index> {
+        let c_path = c_path(path.as_ref())?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: a live context; a NUL-terminated path; raw is a valid output.
+        check(unsafe { sys::qv_index_load(context.as_raw(), c_path.as_ptr(), &mut raw) })?;
+        Index::adopt(context, non_null(raw, "qv_index_load")?)
+    }
+
+    /// Loads an index from the bytes of [`Index::save_to_buffer`] (or of a saved file).
+    pub fn load_from_buffer(context: &Context, data: &[u8]) -> Result<Index> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: a live context; data.len() readable bytes, read during the call only.
+        check(unsafe {
+            sys::qv_index_load_buffer(context.as_raw(), data.as_ptr().cast(), data.len(), &mut raw)
+        })?;
+        Index::adopt(context, non_null(raw, "qv_index_load_buffer")?)
+    }
+
+    /// Wraps a loaded index, reading its dimension and metric.
+    fn adopt(context: &Context, raw: NonNull<sys::qv_index_t>) -> Result<Index> {
+        let mut index = Index {
+            raw,
+            dim: 0,
+            metric: Metric::L2,
+            context: context.clone(),
+        };
+        let info = index.info()?; // on error, `index` is dropped and freed
+        index.dim = info.dim;
+        index.metric = info.metric;
+        Ok(index)
+    }
+
+    /// The vector dimension.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The metric.
+    pub fn metric(&self) -> Metric {
+        self.metric
+    }
+
+    /// The context the index lives in.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// Trains the index on the rows of `x` (`n x dim`, finite). Kinds that need no training, such as
+    /// `"Flat"`, only validate.
+    pub fn train(&mut self, x: &[f32]) -> Result<()> {
+        let n = rows("x", x.len(), self.dim)?;
+        // SAFETY: exclusive (&mut self); x holds n x dim floats, read during the call.
+        check(unsafe { sys::qv_index_train(self.raw.as_ptr(), n, x.as_ptr()) })
+    }
+
+    /// Adds the rows of `x` (`n x dim`, finite), numbered consecutively after the largest id in the
+    /// index (0, 1, ... for an empty one). On error nothing is added.
+    pub fn add(&mut self, x: &[f32]) -> Result<()> {
+        let n = rows("x", x.len(), self.dim)?;
+        // SAFETY: exclusive; x holds n x dim floats; NULL ids means consecutive numbering.
+        check(unsafe { sys::qv_index_add(self.raw.as_ptr(), n, x.as_ptr(), ptr::null()) })
+    }
+
+    /// Adds the rows of `x` with the given ids: one per row, >= 0, unique, not already in the index.
+    /// On error nothing is added.
+    pub fn add_with_ids(&mut self, x: &[f32], ids: &[i64]) -> Result<()> {
+        let n = rows("x", x.len(), self.dim)?;
+        if ids.len() as i64 != n {
+            return Err(Error::invalid_argument(format!(
+                "ids has {} entries for {n} vectors",
+                ids.len()
+            )));
+        }
+        // SAFETY: exclusive; x holds n x dim floats and ids n entries, read during the call.
+        check(unsafe { sys::qv_index_add(self.raw.as_ptr(), n, x.as_ptr(), ids.as_ptr()) })
+    }
+
+    /// Searches the `k` nearest neighbours (1 ..= [`MAX_K`](crate::MAX_K)) of each row of `queries`
+    /// (row-major, `dim` wide). `k` may exceed the number of vectors: rows are then padded.
+    pub fn search(
+        &self,
+        queries: &[f32],
+        k: usize,
+        params: &SearchParams<'_>,
+    ) -> Result<Neighbors> {
+        let nq = rows("queries", queries.len(), self.dim)?;
+        let len = output_len(nq, k_value(k)?)?;
+        let mut distances = vec![0f32; len];
+        let mut ids = vec![0i64; len];
+        self.search_into(queries, k, params, &mut distances, &mut ids)?;
+        Ok(Neighbors::new(nq as usize, k, distances, ids))
+    }
+
+    /// Like [`Index::search`], writing into the caller's `distances` and `ids`, each exactly
+    /// `nq x k` long.
+    pub fn search_into(
+        &self,
+        queries: &[f32],
+        k: usize,
+        params: &SearchParams<'_>,
+        distances: &mut [f32],
+        ids: &mut [i64],
+    ) -> Result<()> {
+        let nq = rows("queries", queries.len(), self.dim)?;
+        let c_k = k_value(k)?;
+        let len = output_len(nq, c_k)?;
+        output_slice("distances", distances.len(), len)?;
+        output_slice("ids", ids.len(), len)?;
+        let c_params = params.to_raw()?;
+        // SAFETY: shared access is allowed for search; queries holds nq x dim floats; both outputs
+        // hold nq x k entries; c_params' filter points into `params`, borrowed for the call.
+        check(unsafe {
+            sys::qv_index_search(
+                self.raw.as_ptr(),
+                nq,
+                queries.as_ptr(),
+                c_k,
+                &c_params,
+                distances.as_mut_ptr(),
+                ids.as_mut_ptr(),
+            )
+        })
+    }
+
+    /// Finds, for each row of `queries`, every vector within `radius`: squared distance <= radius for
+    /// L2, similarity >= radius for inner product and cosine. The filter and nprobe apply.
+    pub fn range_search(
+        &self,
+        queries: &[f32],
+        radius: f32,
+        params: &SearchParams<'_>,
+    ) -> Result<RangeResult> {
+        let nq = rows("queries", queries.len(), self.dim)?;
+        let c_params = params.to_raw()?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: shared access is allowed for range search; queries holds nq x dim floats; raw is a
+        // valid output; the filter points into `params`, borrowed for the call.
+        check(unsafe {
+            sys::qv_index_range_search(
+                self.raw.as_ptr(),
+                nq,
+                queries.as_ptr(),
+                radius,
+                &c_params,
+                &mut raw,
+            )
+        })?;
+        RangeResult::from_raw(non_null(raw, "qv_index_range_search")?)
+    }
+
+    /// Removes the vectors with the given ids; ids not in the index are ignored. Returns how many
+    /// were removed.
+    pub fn remove(&mut self, ids: &[i64]) -> Result<usize> {
+        let n = to_i64("ids", ids.len())?;
+        let mut removed = 0i64;
+        // SAFETY: exclusive; ids holds n entries; removed is a valid output.
+        check(unsafe { sys::qv_index_remove(self.raw.as_ptr(), n, ids.as_ptr(), &mut removed) })?;
+        Ok(usize::try_from(removed).unwrap_or(0))
+    }
+
+    /// Describes the index: dimension, metric, count, device, memory, descriptor.
+    pub fn info(&self) -> Result<IndexInfo> {
+        // SAFETY: plain data, all-zero is valid; qv_index_info_init sets struct_size.
+        let mut info: sys::qv_index_info_t = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid, writable struct.
+        check(unsafe { sys::qv_index_info_init(&mut info) })?;
+        // SAFETY: shared access is allowed for info; info is initialised and writable.
+        check(unsafe { sys::qv_index_info(self.raw.as_ptr(), &mut info) })?;
+        // Bounded by the array: a descriptor without NUL is cut at 128 bytes, never read past.
+        let bytes: Vec<u8> = info
+            .descriptor
+            .iter()
+            .map(|&c| c as u8)
+            .take_while(|&c| c != 0)
+            .collect();
+        Ok(IndexInfo {
+            dim: usize::try_from(info.dim).unwrap_or(0),
+            metric: Metric::from_code(info.metric)?,
+            is_trained: info.is_trained != 0,
+            count: usize::try_from(info.count).unwrap_or(0),
+            device: Device::from_codes(info.device, info.device_id)?,
+            host_bytes: u64::try_from(info.host_bytes).unwrap_or(0),
+            device_bytes: u64::try_from(info.device_bytes).unwrap_or(0),
+            descriptor: String::from_utf8_lossy(&bytes).into_owned(),
+        })
+    }
+
+    /// Saves the index to `path`, written beside it and renamed over it when complete.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let c_path = c_path(path.as_ref())?;
+        // SAFETY: shared access is allowed for save; a NUL-terminated path.
+        check(unsafe { sys::qv_index_save(self.raw.as_ptr(), c_path.as_ptr()) })
+    }
+
+    /// Serializes the index into bytes (the format of [`Index::save`]).
+    pub fn save_to_buffer(&self) -> Result<Vec<u8>> {
+        let mut data: *mut c_void = ptr::null_mut();
+        let mut size = 0usize;
+        // SAFETY: shared access, as for save; data and size are valid outputs.
+        check(unsafe { sys::qv_index_save_buffer(self.raw.as_ptr(), &mut data, &mut size) })?;
+        /// Releases the library's buffer even if copying it unwinds.
+        struct Buffer(*mut c_void);
+        impl Drop for Buffer {
+            fn drop(&mut self) {
+                // SAFETY: the buffer from qv_index_save_buffer, freed once; NULL is a no-op.
+                unsafe { sys::qv_buffer_free(self.0) }
+            }
+        }
+        let buffer = Buffer(data);
+        if buffer.0.is_null() {
+            return if size == 0 {
+                Ok(Vec::new())
+            } else {
+                Err(Error::new(
+                    Status::Internal,
+                    "qv_index_save_buffer returned NULL data",
+                ))
+            };
+        }
+        // SAFETY: the library wrote `size` bytes at `data`, alive until qv_buffer_free.
+        Ok(unsafe { std::slice::from_raw_parts(buffer.0 as *const u8, size) }.to_vec())
+    }
+
+    /// The C handle, for calls through `quiver_sys`. Valid while this index lives; do not free it,
+    /// and keep to the header's rules on exclusive access.
+    pub fn as_raw(&self) -> *mut sys::qv_index_t {
+        self.raw.as_ptr()
+    }
+}
+
+impl fmt::Debug for Index {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Index")
+            .field("dim", &self.dim)
+            .field("metric", &self.metric)
+            .finish()
+    }
+}
+
+/// A handle returned by a successful call; NULL there is a library bug.
+fn non_null<T>(raw: *mut T, function: &str) -> Result<NonNull<T>> {
+    NonNull::new(raw)
+        .ok_or_else(|| Error::new(Status::Internal, format!("{function} returned NULL")))
+}
