@@ -32,8 +32,11 @@ qv_status_t qv_context_create(const qv_context_options_t* options, qv_context_t*
   return guarded([&] {
     require_pointer(out, "out");
     *out = nullptr;
+    static constexpr size_t kVersions[] = {QV_FIELD_END(qv_context_options_t, device),
+                                           QV_FIELD_END(qv_context_options_t, device_id),
+                                           QV_FIELD_END(qv_context_options_t, cpu_threads)};
     const qv_context_options_t o =
-        quiver::capi::read_params(options, default_context_options(), "options");
+        quiver::capi::read_params(options, default_context_options(), "options", kVersions);
     quiver::ContextOptions engine;
     engine.device = static_cast<quiver::DeviceKind>(o.device);
     engine.device_id = o.device_id;

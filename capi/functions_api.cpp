@@ -65,7 +65,11 @@ qv_status_t qv_kmeans(qv_context_t* context, int64_t dim, int64_t n, const float
     require_pointer(x, "x");
     require_pointer(centroids, "centroids");
     require(k >= 1 && k <= n, "k = ", k, " must be in 1 .. n (", n, ")");
-    const qv_kmeans_params_t p = quiver::capi::read_params(params, default_kmeans_params(), "params");
+    static constexpr size_t kVersions[] = {QV_FIELD_END(qv_kmeans_params_t, iterations),
+                                           QV_FIELD_END(qv_kmeans_params_t, seed),
+                                           QV_FIELD_END(qv_kmeans_params_t, max_points_per_centroid)};
+    const qv_kmeans_params_t p =
+        quiver::capi::read_params(params, default_kmeans_params(), "params", kVersions);
     require(p.max_points_per_centroid >= 0, "params->max_points_per_centroid = ",
             p.max_points_per_centroid, " is negative");
     quiver::check_vectors("x", x, n, dim, false);

@@ -123,8 +123,12 @@ qv_status_t qv_index_info(const qv_index_t* index, qv_index_info_t* info) {
     require_pointer(index, "index");
     require_pointer(info, "info");
     const uint32_t caller_size = info->struct_size;
-    quiver::require(caller_size >= sizeof(uint32_t), "info->struct_size = ", caller_size,
-                    " is too small: initialise it with qv_index_info_init");
+    static constexpr size_t kVersions[] = {
+        QV_FIELD_END(qv_index_info_t, dim),       QV_FIELD_END(qv_index_info_t, metric),
+        QV_FIELD_END(qv_index_info_t, is_trained), QV_FIELD_END(qv_index_info_t, count),
+        QV_FIELD_END(qv_index_info_t, device),    QV_FIELD_END(qv_index_info_t, device_id),
+        QV_FIELD_END(qv_index_info_t, host_bytes), QV_FIELD_END(qv_index_info_t, device_bytes)};
+    quiver::capi::check_struct_size(caller_size, sizeof(qv_index_info_t), kVersions, "info");
     const quiver::Index& ix = *index->index;
     qv_index_info_t full{};
     full.struct_size = caller_size < sizeof full ? caller_size : sizeof full;

@@ -7,7 +7,10 @@ namespace quiver::capi {
 SearchOptions search_options(const qv_search_params_t* params) {
   qv_search_params_t defaults{};
   defaults.struct_size = sizeof defaults;
-  const qv_search_params_t p = read_params(params, defaults, "params");
+  static constexpr size_t kVersions[] = {
+      QV_FIELD_END(qv_search_params_t, filter_bits), QV_FIELD_END(qv_search_params_t, nprobe),
+      QV_FIELD_END(qv_search_params_t, search_width)};
+  const qv_search_params_t p = read_params(params, defaults, "params", kVersions);
   require(p.filter != nullptr || p.filter_bits == 0, "params->filter is NULL but params->filter_bits = ",
                   p.filter_bits);
   SearchOptions options;

@@ -1,8 +1,21 @@
 // What the engine knows of the CUDA backend. Implemented in cuda/ when quiver is built with CUDA,
-// and by backend/no_gpu.cpp otherwise, so the engine has no #ifdef of its own.
+// and by backend/no_gpu.cpp otherwise, so the engine has no #ifdef of its own. No CUDA type appears
+// here: the engine holds the backend's objects through opaque pointers.
+//
+// Errors are quiver::Error (cpp/core/error.h): invalid_argument for bad arguments, no_device when no
+// GPU is usable, out_of_device_memory when the device cannot hold the work (nothing the call was
+// asked to modify is modified then), cuda_error with CUDA's message for anything else, unsupported
+// from every function but device_count() and unavailable_reason() in a build without CUDA.
+//
+// Pointers to vectors and results may be host or device memory (of the Resources' device); each
+// call finds out which. Every call blocks until its outputs are written and keeps no caller pointer.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
+
+#include "cpp/core/metric.h"
 
 namespace quiver::gpu {
 
@@ -11,5 +24,111 @@ int device_count();
 
 // Why device_count() is 0, in words for an error message.
 std::string unavailable_reason();
+
+// ---- resources -----------------------------------------------------------------------------------
+
+struct ResourcesOptions {
+  int32_t device = 0;
+  // Bytes of one GEMM distance tile (two are in use while searching); 0: 256 MiB. Smaller values
+  // (at least 64 KiB) trade speed for memory.
+  int64_t tile_bytes = 0;
+  // Bytes of each of the two pinned host buffers that stage host <-> device copies; 0: 8 MiB.
+  int64_t staging_bytes = 0;
+};
+
+// A device's streams, cuBLAS handles, device memory pool and pinned staging buffers; a context owns
+// one per device it uses. Thread-safe: calls on one Resources from several threads run one at a
+// time. Device memory taken by a call stays cached in the pool for the next one, so a repeated
+// search allocates no device memory after the first.
+class Resources;
+
+Resources* create_resources(const ResourcesOptions& options);
+// nullptr: no-op. Frees everything the Resources holds; no call on it may be running.
+void destroy_resources(Resources* resources) noexcept;
+
+struct ResourcesDeleter {
+  void operator()(Resources* resources) const noexcept { destroy_resources(resources); }
+};
+using ResourcesPtr = std::unique_ptr<Resources, ResourcesDeleter>;
+inline ResourcesPtr make_resources(const ResourcesOptions& options = {}) {
+  return ResourcesPtr(create_resources(options));
+}
+
+struct DeviceMemoryStats {
+  int64_t in_use_bytes = 0;        // held by calls in progress
+  int64_t cached_bytes = 0;        // kept for later calls
+  int64_t peak_bytes = 0;          // most in use plus cached
+  int64_t device_allocations = 0;  // cudaMalloc calls made by the pool so far
+};
+DeviceMemoryStats memory_stats(Resources& resources);
+// Returns the pool's cached device memory to the driver.
+void release_cached_memory(Resources& resources);
+
+// ---- vectors kept on the device --------------------------------------------------------------------
+
+// The stored vectors of a GPU index: rows x dim floats, row-major, and each row's squared L2 norm,
+// in device memory of the Resources' device. Not thread-safe for modification: appends and removals
+// need exclusive access, as an index's add and remove do.
+class DeviceMatrix;
+
+DeviceMatrix* matrix_create(Resources& resources, int64_t dim);
+// nullptr: no-op. No call using the matrix may be running.
+void matrix_free(DeviceMatrix* matrix) noexcept;
+
+struct DeviceMatrixDeleter {
+  void operator()(DeviceMatrix* matrix) const noexcept { matrix_free(matrix); }
+};
+using DeviceMatrixPtr = std::unique_ptr<DeviceMatrix, DeviceMatrixDeleter>;
+inline DeviceMatrixPtr make_matrix(Resources& resources, int64_t dim) {
+  return DeviceMatrixPtr(matrix_create(resources, dim));
+}
+
+// Appends n rows (host or device memory, n x dim floats) and their norms. All or nothing: on
+// out_of_device_memory the matrix is unchanged. Capacity grows geometrically.
+void matrix_append(Resources& resources, DeviceMatrix& matrix, int64_t n, const float* x);
+// Removes `count` rows given by their row numbers (sorted ascending, distinct, each < rows); the
+// remaining rows keep their order. All or nothing.
+void matrix_remove_rows(Resources& resources, DeviceMatrix& matrix, int64_t count, const int64_t* rows);
+// Copies rows [first, first + n) to out (host or device memory, n x dim floats).
+void matrix_read(Resources& resources, const DeviceMatrix& matrix, int64_t first, int64_t n, float* out);
+
+int64_t matrix_rows(const DeviceMatrix& matrix);
+int64_t matrix_dim(const DeviceMatrix& matrix);
+// Device pointers, valid until the next append or removal; nullptr while the matrix is empty.
+const float* matrix_data(const DeviceMatrix& matrix);
+const float* matrix_norms(const DeviceMatrix& matrix);
+// Device memory held (capacity, not only rows).
+int64_t matrix_device_bytes(const DeviceMatrix& matrix);
+
+// ---- exact k-NN ---------------------------------------------------------------------------------
+
+// Which rows may be returned: bit (row % 8) of bits[row / 8] set, in host memory; rows at or beyond
+// nbits are excluded. bits == nullptr allows every row.
+struct RowFilter {
+  const uint8_t* bits = nullptr;
+  int64_t nbits = 0;
+};
+
+// Exact k nearest neighbours of nq queries among n base rows (dim floats each), by GEMM on cuBLAS
+// (FP32) and a fused k-selection.
+//
+// metric      L2 (squared distances, smaller is closer), inner product or cosine (larger is closer;
+//             for cosine the caller passes normalised base rows and queries).
+// base        n x dim, host or device memory; host memory is copied to the device for the call
+//             (an index keeps its rows on the device: see DeviceMatrix).
+// base_norms  n squared norms of the base rows (L2 only; device or host memory), or nullptr to have
+//             them computed.
+// queries     nq x dim, host or device memory.
+// k           1 .. 2048; may exceed n.
+// distances, ids
+//             nq x k, host or device memory: per query the k closest rows, closest first, ties to the
+//             smaller row number; where fewer than k rows exist (or pass the filter), ids are -1 and
+//             distances +inf (L2) or -inf (similarities).
+// n must be below 2^31 - 1 (rows are numbered in 32 bits on the device); larger is unsupported.
+// L2 distances are ||x||^2 + ||y||^2 - 2<x, y> in float, clamped at 0, so near-ties may swap within
+// rounding. Non-finite inputs give unspecified results (NaN distances are never returned).
+void knn(Resources& resources, Metric metric, const float* base, const float* base_norms, int64_t n,
+         int64_t dim, const float* queries, int64_t nq, int64_t k, float* distances, int64_t* ids,
+         const RowFilter& filter = RowFilter{});
 
 }  // namespace quiver::gpu

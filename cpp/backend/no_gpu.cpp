@@ -2,12 +2,58 @@
 #ifndef QUIVER_HAVE_CUDA
 
 #include "cpp/backend/gpu.h"
+#include "cpp/core/error.h"
 
 namespace quiver::gpu {
+
+namespace {
+
+[[noreturn]] void no_cuda(const char* what) {
+  throw Error(Status::unsupported, std::string(what) + ": " + unavailable_reason());
+}
+
+}  // namespace
 
 int device_count() { return 0; }
 
 std::string unavailable_reason() { return "this build of quiver has no CUDA backend (QUIVER_CUDA=OFF)"; }
+
+Resources* create_resources(const ResourcesOptions&) { no_cuda("GPU resources"); }
+
+void destroy_resources(Resources*) noexcept {}
+
+DeviceMemoryStats memory_stats(Resources&) { no_cuda("GPU memory statistics"); }
+
+void release_cached_memory(Resources&) { no_cuda("GPU memory pool"); }
+
+DeviceMatrix* matrix_create(Resources&, int64_t) { no_cuda("GPU vector storage"); }
+
+void matrix_free(DeviceMatrix*) noexcept {}
+
+void matrix_append(Resources&, DeviceMatrix&, int64_t, const float*) { no_cuda("GPU vector storage"); }
+
+void matrix_remove_rows(Resources&, DeviceMatrix&, int64_t, const int64_t*) {
+  no_cuda("GPU vector storage");
+}
+
+void matrix_read(Resources&, const DeviceMatrix&, int64_t, int64_t, float*) {
+  no_cuda("GPU vector storage");
+}
+
+int64_t matrix_rows(const DeviceMatrix&) { no_cuda("GPU vector storage"); }
+
+int64_t matrix_dim(const DeviceMatrix&) { no_cuda("GPU vector storage"); }
+
+const float* matrix_data(const DeviceMatrix&) { no_cuda("GPU vector storage"); }
+
+const float* matrix_norms(const DeviceMatrix&) { no_cuda("GPU vector storage"); }
+
+int64_t matrix_device_bytes(const DeviceMatrix&) { no_cuda("GPU vector storage"); }
+
+void knn(Resources&, Metric, const float*, const float*, int64_t, int64_t, const float*, int64_t, int64_t,
+         float*, int64_t*, const RowFilter&) {
+  no_cuda("GPU exact search");
+}
 
 }  // namespace quiver::gpu
 

@@ -60,6 +60,7 @@ class ByteReader {
       fail(Status::corrupt_data, "corrupt or truncated index: ", what, " (", count,
            " elements) exceeds the data");
     out.resize(static_cast<size_t>(count));
+    if (count == 0) return;  // out.data() may be null
     std::memcpy(out.data(), data_ + pos_, static_cast<size_t>(count) * sizeof(T));
     pos_ += static_cast<size_t>(count) * sizeof(T);
   }
