@@ -234,8 +234,8 @@ QV_API void qv_range_result_free(qv_range_result_t *result);
 QV_API qv_status_t qv_index_remove(qv_index_t *index, int64_t n, const int64_t *ids,
                                    int64_t *removed);
 
-/* What qv_index_info reports. */
-typedef struct qv_index_info {
+/* What qv_index_info reports. (The tag differs from the function's name so C++ -Wshadow is quiet.) */
+typedef struct qv_index_info_s {
   uint32_t struct_size;    /* set by the caller: sizeof(qv_index_info_t) */
   int64_t dim;
   qv_metric_t metric;

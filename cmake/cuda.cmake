@@ -1,0 +1,32 @@
+# Decides QUIVER_WITH_CUDA from QUIVER_CUDA (AUTO | ON | OFF) and enables the CUDA language.
+#   AUTO  the CUDA backend (cuda/) is built when a CUDA compiler is found, else the build is CPU-only
+#   ON    the CUDA backend is required: configuring fails without a CUDA compiler
+#   OFF   CPU-only; no CUDA compiler is looked for
+set(QUIVER_WITH_CUDA OFF)
+string(TOUPPER "${QUIVER_CUDA}" _quiver_cuda)
+if(NOT _quiver_cuda MATCHES "^(AUTO|ON|OFF)$")
+  message(FATAL_ERROR "QUIVER_CUDA must be AUTO, ON or OFF (got '${QUIVER_CUDA}')")
+endif()
+if(NOT _quiver_cuda STREQUAL "OFF")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    # Hopper (sm_90) unless the caller names architectures (-DCMAKE_CUDA_ARCHITECTURES or CUDAARCHS).
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT DEFINED ENV{CUDAARCHS})
+      set(CMAKE_CUDA_ARCHITECTURES 90 CACHE STRING "CUDA architectures to build for")
+    endif()
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 17)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    set(CMAKE_CUDA_EXTENSIONS OFF)
+    find_package(CUDAToolkit REQUIRED)
+    set(QUIVER_WITH_CUDA ON)
+  elseif(_quiver_cuda STREQUAL "ON")
+    message(FATAL_ERROR "QUIVER_CUDA=ON but no CUDA compiler was found (set CMAKE_CUDA_COMPILER or put nvcc on PATH)")
+  endif()
+endif()
+if(QUIVER_WITH_CUDA)
+  message(STATUS "quiver: CUDA backend ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
+else()
+  message(STATUS "quiver: CUDA backend OFF (QUIVER_CUDA=${QUIVER_CUDA})")
+endif()

@@ -1,0 +1,263 @@
+// quiver bench: the BENCHMARKS.md protocol in one command — build (train + add), ground truth, one
+// warm-up, then the median of repeated timed searches of the whole query batch in one call, recall@10;
+// optionally batch-1 / batch-100 latencies. Prints a table and appends JSON lines.
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+
+#include "cli.h"
+#include "commands.h"
+#include "dataset.h"
+#include "errors.h"
+#include "eval.h"
+#include "index_build.h"
+#include "json.h"
+#include "library.h"
+#include "machine.h"
+#include "progress.h"
+#include "timing.h"
+
+namespace qvtool {
+namespace {
+
+constexpr int64_t kRecallDepth = 10;       // the protocol's recall@10
+constexpr int kProtocolRepeats = 5;        // BENCHMARKS.md: median of at least 5 runs
+constexpr int64_t kLatencyBatches[] = {1, 100};
+constexpr int64_t kMaxLatencyQueries = 1000;  // queries spent on one latency row at most...
+constexpr double kLatencyBudgetS = 10.0;      // ...or this long, once kProtocolRepeats batches ran
+
+struct Setup {
+  std::string dataset, descriptor, device, gpu;
+  qv_metric_t metric;
+  int64_t n, d, nq, k;
+  int threads, repeats;
+  double build_s;
+};
+
+struct Row {
+  int64_t nprobe;  // 0 = the index's default (not swept)
+  int64_t batch;
+  double search_s;  // median seconds per batch
+  double recall10;  // NaN when k < 10
+  double recall_k;
+  int64_t runs;  // timed runs (throughput) or timed batches (latency) behind the median
+};
+
+class Bench {
+ public:
+  Bench(const Index &index, const FloatMatrix &queries, const IdMatrix &gt, const Setup &s)
+      : index_(index), queries_(queries), gt_(gt), s_(s),
+        dist_(size_t(queries.rows * s.k)), ids_(size_t(queries.rows * s.k)) {}
+
+  // All queries in one call: warm-up, then the median of s.repeats runs.
+  Row throughput(int64_t nprobe) {
+    qv_search_params_t p = params(nprobe);
+    search(0, queries_.rows, p);  // warm-up: first-touch allocations, caches, GPU clocks
+    std::vector<double> times;
+    Progress progress("timing " + label(nprobe), s_.repeats);
+    for (int r = 0; r < s_.repeats; ++r) {
+      Stopwatch clock;
+      search(0, queries_.rows, p);
+      times.push_back(clock.seconds());
+      progress.update(r + 1);
+    }
+    progress.done();
+    return finish(nprobe, queries_.rows, times, queries_.rows);
+  }
+
+  // Consecutive batches of `batch` queries, each its own call; the median per-batch time.
+  Row latency(int64_t nprobe, int64_t batch) {
+    qv_search_params_t p = params(nprobe);
+    const int64_t batches = std::min(queries_.rows, kMaxLatencyQueries) / batch;
+    search(0, batch, p);  // warm-up
+    std::vector<double> times;
+    Progress progress("latency batch " + std::to_string(batch), batches);
+    Stopwatch budget;
+    int64_t b = 0;
+    for (; b < batches; ++b) {
+      if (b >= kProtocolRepeats && budget.seconds() > kLatencyBudgetS) break;
+      Stopwatch clock;
+      search(b * batch, batch, p);
+      times.push_back(clock.seconds());
+      progress.update(b + 1);
+    }
+    progress.done();
+    return finish(nprobe, batch, times, b * batch);
+  }
+
+ private:
+  static std::string label(int64_t nprobe) {
+    return nprobe ? "nprobe=" + std::to_string(nprobe) : std::string("search");
+  }
+
+  qv_search_params_t params(int64_t nprobe) const {
+    qv_search_params_t p;
+    check(qv_search_params_init(&p), "qv_search_params_init");
+    p.nprobe = uint32_t(nprobe);
+    return p;
+  }
+
+  // Searches queries [q0, q0 + nq), writing their rows of the result buffers.
+  void search(int64_t q0, int64_t nq, const qv_search_params_t &p) {
+    check(qv_index_search(index_.get(), nq, queries_.row(q0), uint32_t(s_.k), &p,
+                          dist_.data() + q0 * s_.k, ids_.data() + q0 * s_.k),
+          "searching");
+  }
+
+  Row finish(int64_t nprobe, int64_t batch, const std::vector<double> &times, int64_t answered) {
+    Row r{nprobe, batch, median(times), NAN, NAN, int64_t(times.size())};
+    if (s_.k >= kRecallDepth) r.recall10 = recall_at(ids_.data(), answered, s_.k, gt_, kRecallDepth);
+    r.recall_k = recall_at(ids_.data(), answered, s_.k, gt_, std::min(s_.k, gt_.cols));
+    return r;
+  }
+
+  const Index &index_;
+  const FloatMatrix &queries_;
+  const IdMatrix &gt_;
+  const Setup &s_;
+  std::vector<float> dist_;
+  std::vector<int64_t> ids_;
+};
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string json_line(const Setup &s, const Row &r, const std::string &command) {
+  JsonObject params;
+  if (r.nprobe) params.add("nprobe", r.nprobe);
+  JsonObject machine;
+  machine.add("cpu", cpu_model()).add("cores", cpu_cores()).add("load1", load_average());
+  if (!s.gpu.empty()) machine.add("gpu", s.gpu);
+  JsonObject j;
+  j.add("dataset", s.dataset).add("n", s.n).add("d", s.d).add("nq", s.nq).add("k", s.k)
+      .add("metric", metric_name(s.metric)).add("index", s.descriptor).add("params", params)
+      .add("device", s.device).add("threads", s.threads).add("batch", r.batch)
+      .add("build_s", s.build_s).add("search_s", r.search_s).add("qps", double(r.batch) / r.search_s)
+      .add("recall10", r.recall10).add("recall_at_k", r.recall_k).add("repeats", r.runs)
+      .add("machine", machine).add("quiver_version", qv_version_string())
+      .add("command", command).add("time", utc_now());
+  if (r.batch < s.nq) j.add("latency_ms", r.search_s * 1e3);
+  return j.str();
+}
+
+void print_row(const Setup &s, const Row &r) {
+  const std::string params = r.nprobe ? "nprobe=" + std::to_string(r.nprobe) : "-";
+  // recall@10 as the protocol defines it; recall@k when k < 10 (the header says which).
+  char recall[16];
+  std::snprintf(recall, sizeof recall, "%.4f", std::isnan(r.recall10) ? r.recall_k : r.recall10);
+  std::printf("%-16s %-12s %7lld %12.6f %12.0f %9s %10.3f\n", s.descriptor.c_str(), params.c_str(),
+              (long long)r.batch, r.search_s, double(r.batch) / r.search_s, recall, s.build_s);
+}
+
+}  // namespace
+
+int run_bench(int argc, char **argv) {
+  Options o("bench", "--dataset DATASET [options]",
+            "Builds the index, computes (or reads) ground truth, warms up once and reports the median\n"
+            "of --repeats timed searches of all queries in one call, QPS and recall@10.\n"
+            "DATASET: fashion-mnist, synth-100k-128 | synth-1m-128 | synth-10m-96 (generated in memory),\n"
+            "or a `quiver gen` folder (its gt.ivecs is used when present).",
+            {{"dataset", "DATASET", "the data set"},
+             {"index", "DESCRIPTOR", "index descriptor (default Flat)"},
+             {"metric", "METRIC", "l2 | ip | cosine (default l2)"},
+             {"k", "K", "neighbours per query (default 10)"},
+             {"nq", "N", "use the first N queries (default all)"},
+             {"threads", "N", "CPU threads (default: one per core)"},
+             {"device", "KIND", "auto | cpu | cuda (default auto)"},
+             {"repeats", "R", "timed runs per measurement (default 5, the protocol's minimum)"},
+             {"nprobe", "LIST", "comma-separated nprobe sweep, e.g. 1,2,4,8 (IVF indexes)"},
+             {"latency", "", "also time batches of 1 and 100 queries"},
+             {"json", "FILE", "append one JSON object per measurement to FILE"}});
+  if (!o.parse(argc, argv, 2)) return 0;
+  const DataSource src(o.require("dataset"));
+  if (!src.is_dataset())
+    throw UsageError("--dataset: bench needs base and query sets: fashion-mnist, a synth-* name or a "
+                     "`quiver gen` folder, not a single file");
+  Setup s;
+  s.dataset = src.name();
+  s.descriptor = o.get_or("index", "Flat");
+  s.metric = parse_metric(o.get_or("metric", "l2"));
+  s.k = o.get_int("k", 10, 1, QV_MAX_K);
+  const int64_t max_nq = o.get_int("nq", kAllRows, 1, kAllRows);
+  s.repeats = int(o.get_int("repeats", kProtocolRepeats, 1, 1000));
+  std::vector<int64_t> sweep = o.get_int_list("nprobe", 1, UINT32_MAX);
+  if (sweep.empty()) sweep.push_back(0);
+  const std::optional<std::string> json_path = o.get("json");
+  const std::string command = command_line(argc, argv);
+  std::ofstream json;  // opened first: a bad path should fail before minutes of work
+  if (json_path) {
+    json.open(*json_path, std::ios::app);
+    if (!json) throw Failure(*json_path + ": cannot open for appending");
+  }
+  Context ctx(parse_device(o.get_or("device", "auto")), int(o.get_int("threads", 0, 0, 4096)));
+  s.device = ctx.device_name();
+  s.threads = ctx.threads();
+  if (ctx.on_cuda()) s.gpu = gpu_model(std::stoi(s.device.substr(5)));
+
+  FloatMatrix base = src.base();
+  FloatMatrix queries = src.queries(max_nq);
+  if (queries.cols != base.cols)
+    throw Failure(src.name() + ": queries have dimension " + std::to_string(queries.cols) +
+                  ", base vectors " + std::to_string(base.cols));
+  s.n = base.rows, s.d = base.cols, s.nq = queries.rows;
+
+  std::printf("quiver bench (quiver %s)\n", qv_version_string());
+  std::printf("machine: %s, %d logical CPUs; device %s%s; threads %d\n", cpu_model().c_str(),
+              cpu_cores(), s.device.c_str(), s.gpu.empty() ? "" : (" (" + s.gpu + ")").c_str(),
+              s.threads);
+  std::printf("command: %s\n", command.c_str());
+  const double load = load_average();
+  if (load > 0.5 * cpu_cores())
+    std::printf("note:    load average %.1f on %d CPUs before the run: other work may disturb timings\n",
+                load, cpu_cores());
+  std::printf("data:    %s n=%lld d=%lld nq=%lld metric=%s k=%lld\n", s.dataset.c_str(),
+              (long long)s.n, (long long)s.d, (long long)s.nq, metric_name(s.metric), (long long)s.k);
+  std::fflush(stdout);
+
+  BuiltIndex built = build_index(ctx, s.descriptor, s.metric, base);
+  s.build_s = built.build_s();
+  std::printf("build:   \"%s\" build_s=%.3f (train %.3f s, add %.3f s)\n", s.descriptor.c_str(),
+              s.build_s, built.train_s, built.add_s);
+  std::fflush(stdout);
+
+  const int64_t gt_depth = std::max(s.k, kRecallDepth);
+  std::optional<IdMatrix> gt = src.ground_truth(s.nq);
+  if (gt && gt->rows >= s.nq && gt->cols >= gt_depth && s.metric == QV_METRIC_L2) {
+    std::printf("truth:   %s/gt.ivecs (top-%lld)\n", src.name().c_str(), (long long)gt->cols);
+  } else {
+    Stopwatch clock;
+    gt = exact_knn(ctx, s.metric, base, queries, std::min(gt_depth, s.n));
+    std::printf("truth:   exact qv_knn top-%lld in %.2f s\n", (long long)gt->cols, clock.seconds());
+  }
+  std::fflush(stdout);
+  if (s.repeats < kProtocolRepeats)
+    std::printf("note:    %d repeats, below the protocol's %d\n", s.repeats, kProtocolRepeats);
+
+  const std::string recall_head = "recall@" + std::to_string(std::min(s.k, kRecallDepth));
+  std::printf("\n%-16s %-12s %7s %12s %12s %9s %10s\n", "index", "params", "batch", "search_s",
+              "QPS", recall_head.c_str(), "build_s");
+  Bench bench(built.index, queries, *gt, s);
+  for (int64_t nprobe : sweep) {
+    std::vector<Row> rows{bench.throughput(nprobe)};
+    if (o.has("latency"))
+      for (int64_t batch : kLatencyBatches)
+        if (batch <= s.nq) rows.push_back(bench.latency(nprobe, batch));
+    for (const Row &r : rows) {
+      print_row(s, r);
+      if (json) json << json_line(s, r, command) << "\n" << std::flush;
+    }
+    std::fflush(stdout);
+  }
+  if (json && !json.good()) throw Failure(*json_path + ": write failed");
+  if (json_path) std::printf("\nJSON lines appended to %s\n", json_path->c_str());
+  return 0;
+}
+
+}  // namespace qvtool

@@ -1,0 +1,37 @@
+#include "index_build.h"
+
+#include <algorithm>
+
+#include "errors.h"
+#include "progress.h"
+#include "timing.h"
+
+namespace qvtool {
+
+// Adds go in chunks only so progress can be shown; big enough that per-call overhead is noise.
+constexpr int64_t kAddChunkRows = 1 << 16;
+
+BuiltIndex build_index(Context &ctx, const std::string &descriptor, qv_metric_t metric,
+                       const FloatMatrix &base) {
+  if (base.rows == 0) throw Failure("the base set is empty");
+  BuiltIndex b;
+  b.index = Index::create(ctx, descriptor, base.cols, metric);
+
+  Stopwatch train_clock;
+  check(qv_index_train(b.index.get(), base.rows, base.data.data()), "training \"" + descriptor + "\"");
+  b.train_s = train_clock.seconds();
+
+  Stopwatch add_clock;
+  Progress progress("adding vectors", base.rows);
+  for (int64_t r0 = 0; r0 < base.rows; r0 += kAddChunkRows) {
+    const int64_t n = std::min(kAddChunkRows, base.rows - r0);
+    check(qv_index_add(b.index.get(), n, base.row(r0), nullptr),
+          "adding vectors " + std::to_string(r0) + ".." + std::to_string(r0 + n - 1));
+    progress.update(r0 + n);
+  }
+  progress.done();
+  b.add_s = add_clock.seconds();
+  return b;
+}
+
+}  // namespace qvtool

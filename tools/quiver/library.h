@@ -1,0 +1,58 @@
+// The tool's thin layer over the public C API: owning handles, status checks that carry the library's
+// message, and the option values (--metric, --device, --threads) every subcommand shares.
+#pragma once
+
+#include <quiver/quiver.h>
+
+#include <string>
+
+namespace qvtool {
+
+// Throws Failure("<what>: QV_ERR_...: <qv_last_error_message()>") unless status is QV_OK.
+void check(qv_status_t status, const std::string &what);
+
+qv_metric_t parse_metric(const std::string &text);   // l2 | ip | cosine; UsageError otherwise
+const char *metric_name(qv_metric_t metric);
+qv_device_kind_t parse_device(const std::string &text);  // auto | cpu | cuda
+
+class Context {
+ public:
+  // threads: 0 = one per core (the library's default).
+  Context(qv_device_kind_t device, int threads);
+  ~Context() { qv_context_free(ctx_); }
+  Context(const Context &) = delete;
+  Context &operator=(const Context &) = delete;
+
+  qv_context_t *get() const { return ctx_; }
+  // "cpu" or "cuda:<ordinal>".
+  std::string device_name() const;
+  bool on_cuda() const;
+  int threads() const { return threads_; }  // the resolved count, never 0
+
+ private:
+  qv_context_t *ctx_ = nullptr;
+  int threads_;
+};
+
+class Index {
+ public:
+  Index() = default;
+  explicit Index(qv_index_t *idx) : idx_(idx) {}
+  ~Index() { qv_index_free(idx_); }
+  Index(Index &&o) noexcept : idx_(o.idx_) { o.idx_ = nullptr; }
+  Index &operator=(Index &&o) noexcept {
+    std::swap(idx_, o.idx_);
+    return *this;
+  }
+
+  static Index create(Context &ctx, const std::string &descriptor, int64_t dim, qv_metric_t metric);
+  static Index load(Context &ctx, const std::string &path);
+
+  qv_index_t *get() const { return idx_; }
+  qv_index_info_t info() const;
+
+ private:
+  qv_index_t *idx_ = nullptr;
+};
+
+}  // namespace qvtool
