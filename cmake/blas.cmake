@@ -29,3 +29,9 @@ endif()
 # The run-time loader must find the same OpenBLAS variant that was linked (Debian's libopenblas.so.0 in
 # the default path is whichever variant the alternatives system points at).
 target_link_options(quiver_blas INTERFACE "LINKER:-rpath,${QUIVER_OPENBLAS_DIR}")
+if(NOT QUIVER_OPENBLAS_LIBRARY MATCHES "serial")
+  message(WARNING "quiver: ${QUIVER_OPENBLAS_LIBRARY} may be a multi-threaded OpenBLAS. It still works, "
+                  "but each GEMM quiver runs in its pool then starts OpenBLAS threads of its own, so "
+                  "cpu_threads no longer bounds the threads used. Install the serial variant "
+                  "(libopenblas-serial-dev) or point QUIVER_OPENBLAS_LIBRARY at it.")
+endif()
