@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "cpp/core/thread_pool.h"
-#include "cpp/distance/vectors.h"
+#include "cpp/exact/rerank.h"
 #include "cpp/exact/tiling.h"
 
 namespace quiver {
@@ -54,35 +54,16 @@ void select_batch(ThreadPool& pool, const Database& db, const Queries& queries, 
       counts[q * chunks + chunk] = heaps[q - task.query_begin].size();
   });
 
-  const float missing = missing_distance(db.metric);
   const int64_t blocks = (nq + kRerankBlock - 1) / kRerankBlock;
   pool.parallel_for(blocks, [&](int64_t b) {
     std::vector<Candidate> candidates;
     for (int64_t q = b * kRerankBlock; q < std::min(nq, (b + 1) * kRerankBlock); ++q) {
       candidates.clear();
-      const float* query = queries.x + q * db.dim;
       for (int64_t chunk = 0; chunk < chunks; ++chunk) {
         const int64_t slot = (q * chunks + chunk) * kc;
-        for (int64_t i = 0; i < counts[q * chunks + chunk]; ++i) {
-          const int64_t row = rows[slot + i];
-          const float exact = exact_distance(db.metric, query, db.x + row * db.dim, db.dim);
-          candidates.push_back({db.metric == Metric::l2 ? exact : -exact, row});
-        }
+        for (int64_t i = 0; i < counts[q * chunks + chunk]; ++i) candidates.push_back({0, rows[slot + i]});
       }
-      const int64_t found = std::min<int64_t>(k, static_cast<int64_t>(candidates.size()));
-      std::partial_sort(candidates.begin(), candidates.begin() + found, candidates.end());
-      for (int64_t i = 0; i < k; ++i) {
-        float& distance = distances[q * k + i];
-        int64_t& id = ids[q * k + i];
-        if (i < found) {
-          const Candidate& c = candidates[i];
-          distance = db.metric == Metric::l2 ? c.key : -c.key;
-          id = db.ids ? db.ids[c.index] : c.index;
-        } else {
-          distance = missing;
-          id = -1;
-        }
-      }
+      write_reranked(db, queries.x + q * db.dim, candidates, k, distances + q * k, ids + q * k);
     }
   });
 }

@@ -5,6 +5,7 @@
 #include "cpp/core/error.h"
 #include "cpp/distance/vectors.h"
 #include "cpp/exact/knn.h"
+#include "cpp/exact/knn_bf16.h"
 #include "cpp/index/index.h"
 
 namespace quiver {
@@ -32,7 +33,11 @@ void knn_arrays(ThreadPool& pool, Metric metric, int64_t dim, int64_t n, const f
     for (int64_t i = 0; i < n; ++i) norms[i] = squared_norm(db.x + i * dim, dim);
     db.norms = norms.data();
   }
-  exact_knn(pool, db, Queries{q, nq}, k, filter, distances, ids);
+  if (bf16_search_pays_off(nq, n, dim)) {
+    exact_knn_bf16(pool, db, make_bf16_database(db), Queries{q, nq}, k, filter, distances, ids);
+  } else {
+    exact_knn(pool, db, Queries{q, nq}, k, filter, distances, ids);
+  }
 }
 
 }  // namespace quiver

@@ -24,6 +24,7 @@ void FlatIndex::do_add(int64_t n, const float* x, const int64_t* ids) {
   vectors_.reserve(vectors_.size() + static_cast<size_t>(n * dim()));
   norms_.reserve(norms_.size() + static_cast<size_t>(n));
   ids_.append(n, new_ids);
+  bf16_.reset();
   vectors_.insert(vectors_.end(), x, x + n * dim());
   norms_.insert(norms_.end(), new_norms.begin(), new_norms.end());
 }
@@ -39,9 +40,20 @@ Database FlatIndex::database() const {
   return db;
 }
 
+std::shared_ptr<const Bf16Database> FlatIndex::bf16_database() const {
+  std::lock_guard<std::mutex> lock(bf16_mutex_);
+  if (!bf16_) bf16_ = std::make_shared<const Bf16Database>(make_bf16_database(database()));
+  return bf16_;
+}
+
 void FlatIndex::do_search(int64_t nq, const float* queries, int64_t k, const SearchOptions& options,
                           float* distances, int64_t* ids) const {
-  exact_knn(context().pool(), database(), Queries{queries, nq}, k, options.filter, distances, ids);
+  const Queries q{queries, nq};
+  if (bf16_search_pays_off(nq, count(), dim())) {
+    exact_knn_bf16(context().pool(), database(), *bf16_database(), q, k, options.filter, distances, ids);
+  } else {
+    exact_knn(context().pool(), database(), q, k, options.filter, distances, ids);
+  }
 }
 
 RangeResult FlatIndex::do_range_search(int64_t nq, const float* queries, float radius,
@@ -69,6 +81,7 @@ int64_t FlatIndex::do_remove(int64_t n, const int64_t* ids) {
   vectors_.swap(kept_vectors);
   norms_.swap(kept_norms);
   std::swap(ids_, kept_ids);
+  bf16_.reset();
   return static_cast<int64_t>(rows.size());
 }
 
@@ -77,6 +90,11 @@ MemoryUse FlatIndex::memory() const {
   use.host_bytes = static_cast<int64_t>(vectors_.capacity() * sizeof(float) +
                                         norms_.capacity() * sizeof(float)) +
                    ids_.memory_bytes();
+  std::lock_guard<std::mutex> lock(bf16_mutex_);
+  if (bf16_)
+    use.host_bytes += static_cast<int64_t>(bf16_->matrix.rows + kBf16PanelRows) * bf16_->matrix.pairs *
+                          static_cast<int64_t>(sizeof(uint32_t)) +
+                      static_cast<int64_t>((bf16_->residual.size() + bf16_->norm.size()) * sizeof(float));
   return use;
 }
 

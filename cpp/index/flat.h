@@ -1,8 +1,11 @@
 // "Flat": exact search over the raw vectors. No training; search is the exact engine (exact/).
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <vector>
 
+#include "cpp/exact/knn_bf16.h"
 #include "cpp/index/id_map.h"
 #include "cpp/index/index.h"
 
@@ -31,11 +34,16 @@ class FlatIndex final : public Index {
 
  private:
   Database database() const;
+  // The bfloat16 copy the faster exact path searches, made by the first search that uses it after
+  // the vectors change (add and remove drop it; they have exclusive access, searches share it).
+  std::shared_ptr<const Bf16Database> bf16_database() const;
   static std::vector<float> norms_of(const float* x, int64_t n, int64_t dim);
 
   std::vector<float> vectors_;  // count x dim, normalised for cosine
   std::vector<float> norms_;    // squared norms, for L2
   IdMap ids_;
+  mutable std::mutex bf16_mutex_;
+  mutable std::shared_ptr<const Bf16Database> bf16_;
 };
 
 }  // namespace quiver
