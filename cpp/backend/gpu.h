@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "cpp/cluster/kmeans.h"
 #include "cpp/core/metric.h"
 
 namespace quiver::gpu {
@@ -29,8 +30,8 @@ std::string unavailable_reason();
 
 struct ResourcesOptions {
   int32_t device = 0;
-  // Bytes of one GEMM distance tile (two are in use while searching); 0: 256 MiB. Smaller values
-  // (at least 64 KiB) trade speed for memory.
+  // Bytes of one GEMM distance tile (two are in use while searching); 0: 1 GiB, or 1/32 of the
+  // device's memory if that is less. Smaller values (at least 64 KiB) trade speed for memory.
   int64_t tile_bytes = 0;
   // Bytes of each of the two pinned host buffers that stage host <-> device copies; 0: 8 MiB.
   int64_t staging_bytes = 0;
@@ -130,5 +131,21 @@ struct RowFilter {
 void knn(Resources& resources, Metric metric, const float* base, const float* base_norms, int64_t n,
          int64_t dim, const float* queries, int64_t nq, int64_t k, float* distances, int64_t* ids,
          const RowFilter& filter = RowFilter{});
+
+// ---- k-means --------------------------------------------------------------------------------------
+
+// k-means (Lloyd) as quiver::kmeans (cpp/cluster/kmeans.h) runs it on the CPU, with the same seeded
+// sample of training points, initial centroids and splitting of empty clusters; the assignment is
+// the exact search above with k = 1 (squared L2 in its GEMM form), the centroid update runs on the
+// device in double, in a fixed order: a seed gives the same centroids on every run of one device.
+// Results differ from the CPU's where near-ties are assigned differently.
+//
+// x           n x dim, finite, host or device memory.
+// k           1 .. n.
+// centroids   k x dim, written (host or device memory).
+// assignments n nearest-centroid indices of every point, or nullptr (host or device memory).
+// Returns the objective: the sum over all n points of the squared distance to their centroid.
+KmeansResult kmeans(Resources& resources, int64_t dim, int64_t n, const float* x, int64_t k,
+                    const KmeansOptions& options, float* centroids, int64_t* assignments);
 
 }  // namespace quiver::gpu

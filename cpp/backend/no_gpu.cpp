@@ -55,6 +55,10 @@ void knn(Resources&, Metric, const float*, const float*, int64_t, int64_t, const
   no_cuda("GPU exact search");
 }
 
+KmeansResult kmeans(Resources&, int64_t, int64_t, const float*, int64_t, const KmeansOptions&, float*, int64_t*) {
+  no_cuda("GPU k-means");
+}
+
 }  // namespace quiver::gpu
 
 #endif

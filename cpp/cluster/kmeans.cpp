@@ -5,6 +5,7 @@
 #include <numeric>
 #include <vector>
 
+#include "cpp/cluster/kmeans_steps.h"
 #include "cpp/core/error.h"
 #include "cpp/core/random.h"
 #include "cpp/core/thread_pool.h"
@@ -18,17 +19,6 @@ namespace {
 // Points are summed in this many fixed slices, each by one task, and the slices added in order: the
 // sums are then identical for every thread count.
 constexpr int64_t kUpdateSlices = 64;
-// Relative perturbation that separates the two halves of a split cluster.
-constexpr float kSplitEpsilon = 1.0f / 1024;
-
-// Picks m distinct indices of [0, n) (partial Fisher-Yates), in a seeded order.
-std::vector<int64_t> sample_indices(int64_t n, int64_t m, Random& random) {
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  for (int64_t i = 0; i < m; ++i) std::swap(order[i], order[i + static_cast<int64_t>(random.below(n - i))]);
-  order.resize(static_cast<size_t>(m));
-  return order;
-}
 
 // Nearest centroid of each point, with its exact squared distance.
 void assign(ThreadPool& pool, int64_t dim, int64_t n, const float* x, int64_t k,
@@ -69,33 +59,6 @@ std::vector<int64_t> update(ThreadPool& pool, int64_t dim, int64_t n, const floa
     for (int64_t d = 0; d < dim; ++d) centroids[c * dim + d] = static_cast<float>(mean[d] / total[c]);
   });
   return total;
-}
-
-// Gives each empty cluster half of a large one: the large centroid is nudged apart into two.
-void split_empty(int64_t dim, int64_t k, std::vector<int64_t>& counts, float* centroids, Random& random) {
-  for (int64_t c = 0; c < k; ++c) {
-    if (counts[c] != 0) continue;
-    // Choose a donor with probability proportional to its size (at least 2 points to share).
-    int64_t total = 0;
-    for (int64_t j = 0; j < k; ++j) total += counts[j] > 1 ? counts[j] : 0;
-    if (total == 0) return;  // fewer distinct points than clusters: nothing to split
-    int64_t pick = static_cast<int64_t>(random.below(static_cast<uint64_t>(total)));
-    int64_t donor = 0;
-    for (; donor < k; ++donor) {
-      const int64_t weight = counts[donor] > 1 ? counts[donor] : 0;
-      if (pick < weight) break;
-      pick -= weight;
-    }
-    float* a = centroids + c * dim;
-    float* b = centroids + donor * dim;
-    for (int64_t d = 0; d < dim; ++d) {
-      const float sign = (d % 2 == 0) ? 1.0f : -1.0f;
-      a[d] = b[d] * (1 + sign * kSplitEpsilon);
-      b[d] = b[d] * (1 - sign * kSplitEpsilon);
-    }
-    counts[c] = counts[donor] / 2;
-    counts[donor] -= counts[c];
-  }
 }
 
 }  // namespace

@@ -1,0 +1,407 @@
+// GPU benchmark of quiver's CUDA backend (BENCHMARKS.md protocol): exact k-NN over 1M x 128 random
+// vectors with 10 000 queries (host to host and device resident), k-selection alone, and the
+// ceilings beside them (device copy bandwidth, cuBLAS SGEMM of the exact-search shape). Warm up once,
+// then the median of at least 5 runs, timed with CUDA events. Prints a table; with --json FILE also
+// writes one JSON object per measurement.
+//
+// Built by bench/gpu_bench.sh against a CUDA build of libquiver.a.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cpp/backend/gpu.h"
+#include "cpp/core/error.h"
+#include "cuda/core/resources.h"
+#include "cuda/select/select.h"
+
+namespace {
+
+using namespace quiver;
+
+#define CHECK_CUDA(call)                                                                       \
+  do {                                                                                         \
+    cudaError_t e_ = (call);                                                                   \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+#define CHECK_BLAS(call)                                                              \
+  do {                                                                                \
+    cublasStatus_t s_ = (call);                                                       \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                \
+      std::fprintf(stderr, "%s:%d %s: %d\n", __FILE__, __LINE__, #call, int(s_));     \
+      std::exit(1);                                                                   \
+    }                                                                                 \
+  } while (0)
+
+// Uniform floats in [-1, 1) from a counter hash: the same data on every run, made on the device.
+__global__ void fill_uniform(float* x, int64_t n, uint64_t seed) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    uint64_t z = (uint64_t(i) + seed * 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 31)) * 0x94D049BB133111EBull;
+    z ^= z >> 29;
+    x[i] = float(z >> 40) * (2.0f / 16777216.0f) - 1.0f;
+  }
+}
+
+void uniform(float* device, int64_t n, uint64_t seed) {
+  fill_uniform<<<4096, 256>>>(device, n, seed);
+  CHECK_CUDA(cudaGetLastError());
+  CHECK_CUDA(cudaDeviceSynchronize());
+}
+
+struct Timing {
+  double median_ms, min_ms;
+  int runs;
+};
+
+// One warm-up, then `runs` timed runs bracketed by CUDA events on the legacy stream (the calls are
+// blocking, so the bracket holds all their work, host copies included).
+Timing time_it(int runs, const std::function<void()>& f) {
+  f();
+  CHECK_CUDA(cudaDeviceSynchronize());
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  std::vector<double> ms;
+  for (int r = 0; r < runs; ++r) {
+    CHECK_CUDA(cudaEventRecord(start, 0));
+    f();
+    CHECK_CUDA(cudaEventRecord(stop, 0));
+    CHECK_CUDA(cudaEventSynchronize(stop));
+    float t = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&t, start, stop));
+    ms.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(ms.begin(), ms.end());
+  return {ms[ms.size() / 2], ms[0], runs};
+}
+
+struct Row {
+  std::string task, mode, unit;
+  double ms, rate;
+  std::string note;
+};
+std::vector<Row> rows;
+std::string device_name;
+
+void report(const std::string& task, const std::string& mode, const Timing& t, double rate,
+            const std::string& unit, const std::string& note = "") {
+  rows.push_back({task, mode, unit, t.median_ms, rate, note});
+  std::printf("  %-44s %-14s %10.3f ms  %10.1f %-8s %s\n", task.c_str(), mode.c_str(), t.median_ms, rate,
+              unit.c_str(), note.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* json_path = nullptr;
+  int64_t n = 1000000, dim = 128, nq = 10000, sel_cols = 128000;
+  int runs = 5;
+  bool quick = false;
+  std::string only;  // one section: ceilings, select, exact, shapes, kmeans (for profiling)
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::max(5, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: gpu_bench [--json FILE] [--runs N>=5] [--quick] [--only ceilings|select|exact|shapes|kmeans]\n");
+      return 2;
+    }
+  }
+  auto section = [&](const char* name) { return only.empty() || only == name; };
+  if (quick) {  // a smoke run of every path, for checking the driver itself
+    n = 100000;
+    nq = 1000;
+    sel_cols = 12800;
+  }
+  if (gpu::device_count() == 0) {
+    std::printf("gpu_bench: no CUDA device (%s)\n", gpu::unavailable_reason().c_str());
+    return 0;
+  }
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  device_name = prop.name;
+  std::printf("gpu_bench: %s, %d SMs, %.1f GiB, L2 %d MiB, driver %d, runtime %d\n", prop.name,
+              prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0, prop.l2CacheSize >> 20, driver,
+              runtime);
+  std::printf("command:");
+  for (int i = 0; i < argc; ++i) std::printf(" %s", argv[i]);
+  std::printf("\nprotocol: warm-up 1, median of %d runs, CUDA events; data uniform [-1,1)\n\n", runs);
+
+  try {
+    auto resources = gpu::make_resources();
+
+    // ---- ceilings ----
+    if (section("ceilings")) {
+      const int64_t count = int64_t(1) << 29;  // 2 GiB each way
+      float *a = nullptr, *b = nullptr;
+      CHECK_CUDA(cudaMalloc(&a, count * sizeof(float)));
+      CHECK_CUDA(cudaMalloc(&b, count * sizeof(float)));
+      uniform(a, count, 1);
+      const Timing t = time_it(runs, [&] { CHECK_CUDA(cudaMemcpyAsync(b, a, count * sizeof(float), cudaMemcpyDeviceToDevice, 0)); });
+      report("device copy 2 GiB (read + write)", "ceiling", t, 2.0 * count * sizeof(float) / t.median_ms / 1e6, "GB/s");
+      CHECK_CUDA(cudaFree(a));
+      CHECK_CUDA(cudaFree(b));
+    }
+    {
+      cublasHandle_t h;
+      CHECK_BLAS(cublasCreate(&h));
+      const int64_t tile = 16384;
+      float *y = nullptr, *x = nullptr, *c = nullptr;
+      CHECK_CUDA(cudaMalloc(&y, n * dim * sizeof(float)));
+      CHECK_CUDA(cudaMalloc(&x, nq * dim * sizeof(float)));
+      CHECK_CUDA(cudaMalloc(&c, nq * tile * sizeof(float)));
+      uniform(y, n * dim, 2);
+      uniform(x, nq * dim, 3);
+      const float alpha = -2.f, beta = 0.f;
+      // The exact-search shape in tiles of base rows: how GEMM efficiency depends on the tile width.
+      for (int64_t width : {int64_t(4096), int64_t(16384), int64_t(65536)}) {
+        if (width > tile && width > n) continue;
+        const int64_t w = std::min(width, n);
+        float* cw = c;
+        if (w > tile) CHECK_CUDA(cudaMalloc(&cw, nq * w * sizeof(float)));
+        const Timing t = time_it(runs, [&] {
+          for (int64_t c0 = 0; c0 < n; c0 += w) {
+            const int cols = int(std::min(w, n - c0));
+            CHECK_BLAS(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, cols, int(nq), int(dim), &alpha, y + c0 * dim,
+                                   int(dim), x, int(dim), &beta, cw, cols));
+          }
+        });
+        if (cw != c) CHECK_CUDA(cudaFree(cw));
+        char task[96];
+        std::snprintf(task, sizeof task, "SGEMM %lld x %lld x %lld (tiles of %lld)", (long long)nq, (long long)n,
+                      (long long)dim, (long long)w);
+        report(task, "ceiling", t, 2.0 * nq * n * dim / t.median_ms / 1e9, "TFLOP/s");
+      }
+      const int64_t s = 8192;
+      float* big = nullptr;
+      CHECK_CUDA(cudaFree(c));
+      CHECK_CUDA(cudaMalloc(&big, 3 * s * s * sizeof(float)));
+      uniform(big, 2 * s * s, 4);
+      const float one = 1.f;
+      const Timing t2 = time_it(runs, [&] {
+        CHECK_BLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(s), int(s), int(s), &one, big, int(s), big + s * s,
+                               int(s), &beta, big + 2 * s * s, int(s)));
+      });
+      report("SGEMM 8192^3", "ceiling", t2, 2.0 * s * s * s / t2.median_ms / 1e9, "TFLOP/s");
+      CHECK_CUDA(cudaFree(big));
+      CHECK_CUDA(cudaFree(y));
+      CHECK_CUDA(cudaFree(x));
+      cublasDestroy(h);
+    }
+
+    // ---- k-selection alone: nq x sel_cols keys on the device ----
+    if (section("select")) {
+      const int64_t rows_n = nq, cols = sel_cols;
+      float* keys = nullptr;
+      CHECK_CUDA(cudaMalloc(&keys, rows_n * cols * sizeof(float)));
+      uniform(keys, rows_n * cols, 5);
+      for (int64_t k : {int64_t(100), int64_t(1000)}) {
+        float* out_k = nullptr;
+        int32_t* out_i = nullptr;
+        CHECK_CUDA(cudaMalloc(&out_k, rows_n * k * sizeof(float)));
+        CHECK_CUDA(cudaMalloc(&out_i, rows_n * k * sizeof(int32_t)));
+        gpu::Resources& res = *resources;
+        const gpu::SelectLimits limits = res.limits();
+        const int64_t ws_bytes = gpu::select_workspace_bytes<int32_t>(limits, rows_n, cols, k);
+        void* ws = nullptr;
+        if (ws_bytes > 0) CHECK_CUDA(cudaMalloc(&ws, ws_bytes));
+        gpu::SelectRequest<int32_t> r;
+        r.keys = keys;
+        r.ld = cols;
+        r.rows = rows_n;
+        r.cols = cols;
+        r.k = k;
+        r.out_keys = out_k;
+        r.out_ids = out_i;
+        const Timing t = time_it(runs, [&] {
+          gpu::select_rows(r, limits, ws, 0);
+          CHECK_CUDA(cudaStreamSynchronize(0));
+        });
+        char task[96];
+        std::snprintf(task, sizeof task, "k-selection %lld x %lld, k=%lld", (long long)rows_n, (long long)cols,
+                      (long long)k);
+        report(task, "device", t, double(rows_n) * cols * sizeof(float) / t.median_ms / 1e6, "GB/s");
+        cudaFree(ws);
+        cudaFree(out_k);
+        cudaFree(out_i);
+      }
+      CHECK_CUDA(cudaFree(keys));
+    }
+
+    // ---- exact k-NN: an index's vectors on the device, queries and results host or device ----
+    if (section("exact")) {
+      auto matrix = gpu::make_matrix(*resources, dim);
+      {
+        float* base = nullptr;
+        CHECK_CUDA(cudaMalloc(&base, n * dim * sizeof(float)));
+        uniform(base, n * dim, 6);
+        gpu::matrix_append(*resources, *matrix, n, base);
+        CHECK_CUDA(cudaFree(base));
+      }
+      float* dq = nullptr;
+      CHECK_CUDA(cudaMalloc(&dq, nq * dim * sizeof(float)));
+      uniform(dq, nq * dim, 7);
+      std::vector<float> hq(size_t(nq * dim));
+      CHECK_CUDA(cudaMemcpy(hq.data(), dq, nq * dim * sizeof(float), cudaMemcpyDeviceToHost));
+      for (int64_t k : {int64_t(10), int64_t(100), int64_t(1024)}) {
+        std::vector<float> hd(size_t(nq * k));
+        std::vector<int64_t> hi(size_t(nq * k));
+        float* dd = nullptr;
+        int64_t* di = nullptr;
+        CHECK_CUDA(cudaMalloc(&dd, nq * k * sizeof(float)));
+        CHECK_CUDA(cudaMalloc(&di, nq * k * sizeof(int64_t)));
+        char task[96];
+        std::snprintf(task, sizeof task, "exact %lldx%lld, %lld queries, k=%lld", (long long)n, (long long)dim,
+                      (long long)nq, (long long)k);
+        const Timing th = time_it(runs, [&] {
+          gpu::knn(*resources, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, hq.data(),
+                   nq, k, hd.data(), hi.data());
+        });
+        report(task, "host-to-host", th, nq / th.median_ms * 1e3, "QPS");
+        const Timing td = time_it(runs, [&] {
+          gpu::knn(*resources, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, dq, nq, k,
+                   dd, di);
+        });
+        report(task, "device", td, nq / td.median_ms * 1e3, "QPS");
+        cudaFree(dd);
+        cudaFree(di);
+      }
+      // The distance tile size (ResourcesOptions::tile_bytes) against the default.
+      for (int64_t tile_mib : {int64_t(256), int64_t(2048)}) {
+        gpu::ResourcesOptions options;
+        options.tile_bytes = tile_mib << 20;
+        auto other = gpu::make_resources(options);
+        for (int64_t k : {int64_t(10), int64_t(1024)}) {
+          float* dd = nullptr;
+          int64_t* di = nullptr;
+          CHECK_CUDA(cudaMalloc(&dd, nq * k * sizeof(float)));
+          CHECK_CUDA(cudaMalloc(&di, nq * k * sizeof(int64_t)));
+          const Timing t = time_it(runs, [&] {
+            gpu::knn(*other, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, dq, nq, k, dd, di);
+          });
+          char task[96], mode[32];
+          std::snprintf(task, sizeof task, "exact %lldx%lld, %lld queries, k=%lld", (long long)n, (long long)dim,
+                        (long long)nq, (long long)k);
+          std::snprintf(mode, sizeof mode, "dev,tile %lldM", (long long)tile_mib);
+          report(task, mode, t, nq / t.median_ms * 1e3, "QPS");
+          cudaFree(dd);
+          cudaFree(di);
+        }
+      }
+      // Latency: batches of 1 and 100 queries, host to host, k = 10.
+      for (int64_t batch : {int64_t(1), int64_t(100)}) {
+        const int64_t k = 10;
+        std::vector<float> hd(size_t(batch * k));
+        std::vector<int64_t> hi(size_t(batch * k));
+        int64_t next = 0;
+        const Timing t = time_it(std::max(runs, 21), [&] {
+          gpu::knn(*resources, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim,
+                   hq.data() + (next % (nq / batch)) * batch * dim, batch, k, hd.data(), hi.data());
+          ++next;
+        });
+        char task[96];
+        std::snprintf(task, sizeof task, "exact %lldx%lld latency, batch %lld, k=10", (long long)n, (long long)dim,
+                      (long long)batch);
+        report(task, "host-to-host", t, batch / t.median_ms * 1e3, "QPS");
+      }
+      CHECK_CUDA(cudaFree(dq));
+      const gpu::DeviceMemoryStats stats = gpu::memory_stats(*resources);
+      std::printf("\n  device pool: %.1f MiB cached, %lld cudaMalloc calls in all\n", stats.cached_bytes / 1048576.0,
+                  (long long)stats.device_allocations);
+    }
+    // ---- other BENCHMARKS.md shapes, k = 10, host to host: fashion-mnist's (60 000 x 784, random
+    // data: the dataset is not on the device machine) and 10M x 96 ----
+    if (section("shapes") && !quick) {
+      struct Shape {
+        int64_t n, dim;
+        const char* what;
+      };
+      for (const Shape& sh : {Shape{60000, 784, "fashion-mnist shape"}, Shape{10000000, 96, "synth-10m shape"}}) {
+        const int64_t k = 10;
+        auto m = gpu::make_matrix(*resources, sh.dim);
+        float* base = nullptr;
+        CHECK_CUDA(cudaMalloc(&base, sh.n * sh.dim * sizeof(float)));
+        uniform(base, sh.n * sh.dim, 9);
+        gpu::matrix_append(*resources, *m, sh.n, base);
+        CHECK_CUDA(cudaFree(base));
+        float* dq = nullptr;
+        CHECK_CUDA(cudaMalloc(&dq, nq * sh.dim * sizeof(float)));
+        uniform(dq, nq * sh.dim, 10);
+        std::vector<float> hq(size_t(nq * sh.dim));
+        CHECK_CUDA(cudaMemcpy(hq.data(), dq, hq.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaFree(dq));
+        std::vector<float> hd(size_t(nq * k));
+        std::vector<int64_t> hi(size_t(nq * k));
+        const Timing t = time_it(runs, [&] {
+          gpu::knn(*resources, Metric::l2, gpu::matrix_data(*m), gpu::matrix_norms(*m), sh.n, sh.dim, hq.data(), nq,
+                   k, hd.data(), hi.data());
+        });
+        char task[96];
+        std::snprintf(task, sizeof task, "exact %lldx%lld (%s), k=10", (long long)sh.n, (long long)sh.dim, sh.what);
+        report(task, "host-to-host", t, nq / t.median_ms * 1e3, "QPS");
+      }
+    }
+
+    // ---- k-means: n x dim -> 1024 centroids, 20 iterations, data on the device ----
+    if (section("kmeans")) {
+      const int64_t k = 1024;
+      float* data = nullptr;
+      float* centroids = nullptr;
+      CHECK_CUDA(cudaMalloc(&data, n * dim * sizeof(float)));
+      CHECK_CUDA(cudaMalloc(&centroids, k * dim * sizeof(float)));
+      uniform(data, n * dim, 8);
+      for (int64_t per : {int64_t(256), int64_t(0)}) {
+        KmeansOptions options;
+        options.iterations = 20;
+        options.max_points_per_centroid = per;
+        double objective = 0;
+        const Timing t = time_it(runs, [&] {
+          objective = gpu::kmeans(*resources, dim, n, data, k, options, centroids, nullptr).objective;
+        });
+        char task[96], note[64];
+        std::snprintf(task, sizeof task, "k-means %lldx%lld -> %lld, 20 it, %s", (long long)n, (long long)dim,
+                      (long long)k, per > 0 ? "256/centroid" : "all points");
+        std::snprintf(note, sizeof note, "objective %.6g", objective);
+        report(task, "device", t, t.median_ms / 1e3, "s", note);
+      }
+      CHECK_CUDA(cudaFree(data));
+      CHECK_CUDA(cudaFree(centroids));
+    }
+  } catch (const quiver::Error& e) {
+    std::fprintf(stderr, "gpu_bench: %s (status %d)\n", e.what(), int(e.status()));
+    return 1;
+  }
+
+  if (json_path != nullptr) {
+    FILE* f = std::fopen(json_path, "w");
+    if (f == nullptr) {
+      std::perror(json_path);
+      return 1;
+    }
+    for (const Row& r : rows)
+      std::fprintf(f,
+                   "{\"task\": \"%s\", \"mode\": \"%s\", \"median_ms\": %.4f, \"rate\": %.3f, \"unit\": \"%s\", "
+                   "\"device\": \"%s\", \"runs\": %d, \"impl\": \"quiver\"}\n",
+                   r.task.c_str(), r.mode.c_str(), r.ms, r.rate, r.unit.c_str(), device_name.c_str(), runs);
+    std::fclose(f);
+  }
+  return 0;
+}

@@ -1,0 +1,89 @@
+// A caching pool of device memory: blocks released by one call are kept and handed to the next, so
+// a search repeated with the same shapes calls cudaMalloc only the first time (warm-up).
+//
+// Reuse is safe because every user of a Resources holds its Session (resources.h), which waits for
+// the streams before another call may take the lock: a released block is never handed out while a
+// kernel that used it may still run, except within one call, where the stream order decides.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+namespace quiver::gpu {
+
+struct PoolStats {
+  int64_t in_use_bytes = 0;
+  int64_t cached_bytes = 0;
+  int64_t peak_bytes = 0;          // most in use plus cached at any time
+  int64_t device_allocations = 0;  // cudaMalloc calls so far
+};
+
+class DevicePool {
+ public:
+  DevicePool() = default;
+  ~DevicePool();
+  DevicePool(const DevicePool&) = delete;
+  DevicePool& operator=(const DevicePool&) = delete;
+
+  // At least `bytes` (256-byte aligned). On the device's current context. When cudaMalloc fails the
+  // cache is freed and the allocation retried; then out_of_device_memory is thrown.
+  void* allocate(size_t bytes);
+  void release(void* block) noexcept;
+  // Frees every cached (unused) block.
+  void trim() noexcept;
+  PoolStats stats() const;
+
+ private:
+  void trim_locked() noexcept;
+
+  mutable std::mutex mutex_;
+  std::multimap<size_t, void*> cached_;    // size -> block
+  std::unordered_map<void*, size_t> used_;  // block -> size
+  PoolStats stats_;
+};
+
+// A typed block of the pool, returned on destruction.
+template <typename T>
+class PoolBuffer {
+ public:
+  PoolBuffer() = default;
+  PoolBuffer(DevicePool& pool, int64_t count)
+      : pool_(&pool), data_(count > 0 ? static_cast<T*>(pool.allocate(size_t(count) * sizeof(T))) : nullptr),
+        count_(count) {}
+  ~PoolBuffer() { reset(); }
+  PoolBuffer(PoolBuffer&& o) noexcept : pool_(o.pool_), data_(o.data_), count_(o.count_) {
+    o.data_ = nullptr;
+    o.count_ = 0;
+  }
+  PoolBuffer& operator=(PoolBuffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      pool_ = o.pool_;
+      data_ = o.data_;
+      count_ = o.count_;
+      o.data_ = nullptr;
+      o.count_ = 0;
+    }
+    return *this;
+  }
+  PoolBuffer(const PoolBuffer&) = delete;
+  PoolBuffer& operator=(const PoolBuffer&) = delete;
+
+  T* get() const { return data_; }
+  int64_t size() const { return count_; }
+  void reset() noexcept {
+    if (data_ != nullptr) pool_->release(data_);
+    data_ = nullptr;
+    count_ = 0;
+  }
+
+ private:
+  DevicePool* pool_ = nullptr;
+  T* data_ = nullptr;
+  int64_t count_ = 0;
+};
+
+}  // namespace quiver::gpu

@@ -1,0 +1,113 @@
+#include "cuda/core/transfer.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "cuda/core/error.h"
+
+namespace quiver::gpu {
+
+MemoryKind memory_kind(const void* p, int device) {
+  cudaPointerAttributes attributes{};
+  const cudaError_t status = cudaPointerGetAttributes(&attributes, p);
+  if (status != cudaSuccess) {
+    cudaGetLastError();  // an unknown pointer is host memory, not an error to keep
+    return MemoryKind::host_pageable;
+  }
+  switch (attributes.type) {
+    case cudaMemoryTypeDevice:
+      return attributes.device == device ? MemoryKind::device : MemoryKind::other_device;
+    case cudaMemoryTypeManaged:
+      return MemoryKind::device;
+    case cudaMemoryTypeHost:
+      return MemoryKind::host_pinned;
+    default:
+      return MemoryKind::host_pageable;
+  }
+}
+
+HostStaging::HostStaging(size_t chunk_bytes) : chunk_(chunk_bytes) {
+  try {
+    for (int i = 0; i < 2; ++i) {
+      QV_CUDA_CHECK(cudaMallocHost(&buffer_[i], chunk_));
+      QV_CUDA_CHECK(cudaEventCreateWithFlags(&done_[i], cudaEventDisableTiming));
+    }
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+HostStaging::~HostStaging() { release(); }
+
+void HostStaging::release() noexcept {
+  for (int i = 0; i < 2; ++i) {
+    if (done_[i] != nullptr) {
+      cudaEventSynchronize(done_[i]);
+      cudaEventDestroy(done_[i]);
+      done_[i] = nullptr;
+    }
+    if (buffer_[i] != nullptr) {
+      cudaFreeHost(buffer_[i]);
+      buffer_[i] = nullptr;
+    }
+  }
+}
+
+void HostStaging::to_device(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+  auto* out = static_cast<char*>(dst);
+  const auto* in = static_cast<const char*>(src);
+  for (size_t offset = 0, c = 0; offset < bytes; offset += chunk_, ++c) {
+    const int h = static_cast<int>(c & 1);
+    const size_t n = std::min(chunk_, bytes - offset);
+    QV_CUDA_CHECK(cudaEventSynchronize(done_[h]));  // the previous DMA out of this buffer is done
+    std::memcpy(buffer_[h], in + offset, n);
+    QV_CUDA_CHECK(cudaMemcpyAsync(out + offset, buffer_[h], n, cudaMemcpyHostToDevice, stream));
+    QV_CUDA_CHECK(cudaEventRecord(done_[h], stream));
+  }
+}
+
+void HostStaging::to_host(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+  auto* out = static_cast<char*>(dst);
+  const auto* in = static_cast<const char*>(src);
+  const size_t chunks = (bytes + chunk_ - 1) / chunk_;
+  auto issue = [&](size_t c) {
+    const int h = static_cast<int>(c & 1);
+    const size_t offset = c * chunk_;
+    QV_CUDA_CHECK(cudaEventSynchronize(done_[h]));
+    QV_CUDA_CHECK(cudaMemcpyAsync(buffer_[h], in + offset, std::min(chunk_, bytes - offset),
+                                  cudaMemcpyDeviceToHost, stream));
+    QV_CUDA_CHECK(cudaEventRecord(done_[h], stream));
+  };
+  for (size_t c = 0; c < std::min<size_t>(2, chunks); ++c) issue(c);
+  for (size_t c = 0; c < chunks; ++c) {
+    const int h = static_cast<int>(c & 1);
+    const size_t offset = c * chunk_;
+    QV_CUDA_CHECK(cudaEventSynchronize(done_[h]));
+    std::memcpy(out + offset, buffer_[h], std::min(chunk_, bytes - offset));
+    if (c + 2 < chunks) issue(c + 2);
+  }
+}
+
+void copy_to_device(HostStaging& staging, int device, void* dst, const void* src, size_t bytes,
+                    cudaStream_t stream) {
+  if (bytes == 0) return;
+  if (memory_kind(src, device) == MemoryKind::host_pageable) {
+    staging.to_device(dst, src, bytes, stream);
+  } else {
+    QV_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
+  }
+}
+
+void copy_from_device(HostStaging& staging, int device, void* dst, const void* src, size_t bytes,
+                      cudaStream_t stream) {
+  if (bytes == 0) return;
+  if (memory_kind(dst, device) == MemoryKind::host_pageable) {
+    staging.to_host(dst, src, bytes, stream);
+  } else {
+    QV_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
+    QV_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+}
+
+}  // namespace quiver::gpu

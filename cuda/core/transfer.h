@@ -1,0 +1,55 @@
+// Moving caller arrays between host and device. Callers may pass host or device pointers anywhere
+// (DESIGN.md); these find out which and copy the fastest way: device memory of the call's device is
+// used in place, pinned host memory and other devices' memory are copied by DMA, pageable host
+// memory goes through a pair of pinned staging buffers so the host copy of one chunk overlaps the
+// DMA of the next.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace quiver::gpu {
+
+enum class MemoryKind {
+  host_pageable,  // ordinary host memory (or a pointer CUDA does not know)
+  host_pinned,    // cudaMallocHost / cudaHostRegister memory
+  device,         // device memory of the given device, or managed memory: usable by its kernels
+  other_device,   // device memory of another device
+};
+
+MemoryKind memory_kind(const void* p, int device);
+
+// Two pinned buffers of chunk_bytes each, reused by every transfer of a Resources.
+class HostStaging {
+ public:
+  explicit HostStaging(size_t chunk_bytes);
+  ~HostStaging();
+  HostStaging(const HostStaging&) = delete;
+  HostStaging& operator=(const HostStaging&) = delete;
+
+  // Host (pageable) -> device, ordered on `stream`. Returns once `src` has been read; the last DMA
+  // may still be in flight on the stream.
+  void to_device(void* dst, const void* src, size_t bytes, cudaStream_t stream);
+  // Device -> host (pageable), after the work already queued on `stream`. Returns once `dst` is
+  // written.
+  void to_host(void* dst, const void* src, size_t bytes, cudaStream_t stream);
+
+ private:
+  void release() noexcept;
+
+  size_t chunk_;
+  void* buffer_[2] = {nullptr, nullptr};
+  cudaEvent_t done_[2] = {nullptr, nullptr};
+};
+
+// Copies any kind of memory into device memory `dst`, ordered on `stream` (returns after the source
+// has been read or its copy queued).
+void copy_to_device(HostStaging& staging, int device, void* dst, const void* src, size_t bytes,
+                    cudaStream_t stream);
+// Copies device memory `src` to any kind of memory `dst` after the work queued on `stream`; returns
+// once dst is written.
+void copy_from_device(HostStaging& staging, int device, void* dst, const void* src, size_t bytes,
+                      cudaStream_t stream);
+
+}  // namespace quiver::gpu

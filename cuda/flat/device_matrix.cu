@@ -1,0 +1,186 @@
+// gpu.h's DeviceMatrix: an index's vectors in device memory, with their squared norms.
+#include <algorithm>
+#include <vector>
+
+#include "cpp/backend/gpu.h"
+#include "cpp/core/error.h"
+#include "cuda/core/error.h"
+#include "cuda/core/resources.h"
+#include "cuda/flat/kernels.h"
+
+namespace quiver::gpu {
+
+// Storage is allocated with cudaMalloc, not from the pool: it lives as long as the index, and the
+// pool is for the short-lived buffers of calls.
+class DeviceMatrix {
+ public:
+  DeviceMatrix(int device, int64_t dim) : device_(device), dim_(dim) {}
+  ~DeviceMatrix() {
+    cudaFree(data_);
+    cudaFree(norms_);
+  }
+  DeviceMatrix(const DeviceMatrix&) = delete;
+  DeviceMatrix& operator=(const DeviceMatrix&) = delete;
+
+  int device() const { return device_; }
+  int64_t dim() const { return dim_; }
+  int64_t rows() const { return rows_; }
+  int64_t capacity() const { return capacity_; }
+  float* data() const { return data_; }
+  float* norms() const { return norms_; }
+  void set_rows(int64_t rows) { rows_ = rows; }
+
+  // Replaces the storage with new arrays of `capacity` rows (the caller copies what it keeps).
+  void adopt(float* data, float* norms, int64_t capacity) {
+    cudaFree(data_);
+    cudaFree(norms_);
+    data_ = data;
+    norms_ = norms;
+    capacity_ = capacity;
+  }
+
+ private:
+  int device_;
+  int64_t dim_;
+  int64_t rows_ = 0;
+  int64_t capacity_ = 0;
+  float* data_ = nullptr;
+  float* norms_ = nullptr;
+};
+
+namespace {
+
+// Growth factor of the capacity: appends in small batches cost amortised O(1) copies per row.
+constexpr int64_t kGrowNumerator = 3;
+constexpr int64_t kGrowDenominator = 2;
+constexpr int64_t kMinCapacity = 1024;
+
+// Device arrays for `rows` rows, freed unless released (all or nothing on allocation failure).
+struct Storage {
+  float* data = nullptr;
+  float* norms = nullptr;
+  Storage(int64_t rows, int64_t dim) {
+    try {
+      QV_CUDA_CHECK(cudaMalloc(&data, size_t(rows) * size_t(dim) * sizeof(float)));
+      QV_CUDA_CHECK(cudaMalloc(&norms, size_t(rows) * sizeof(float)));
+    } catch (...) {
+      cudaFree(data);
+      throw;
+    }
+  }
+  ~Storage() {
+    cudaFree(data);
+    cudaFree(norms);
+  }
+  void release() { data = norms = nullptr; }
+};
+
+void check_matrix(Resources& resources, const DeviceMatrix& matrix) {
+  require(matrix.device() == resources.device(), "the matrix lives on device ", matrix.device(),
+          ", the resources on device ", resources.device());
+}
+
+}  // namespace
+
+DeviceMatrix* matrix_create(Resources& resources, int64_t dim) {
+  require(dim >= 1, "dim = ", dim, " is not positive");
+  return new DeviceMatrix(resources.device(), dim);
+}
+
+void matrix_free(DeviceMatrix* matrix) noexcept {
+  if (matrix == nullptr) return;
+  int previous = 0;
+  const bool switched = cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(matrix->device()) == cudaSuccess;
+  delete matrix;
+  if (switched) cudaSetDevice(previous);
+}
+
+void matrix_append(Resources& resources, DeviceMatrix& matrix, int64_t n, const float* x) {
+  require(n >= 0, "n = ", n, " is negative");
+  require(n == 0 || x != nullptr, "x is null");
+  check_matrix(resources, matrix);
+  if (n == 0) return;
+  Session session(resources);
+  cudaStream_t stream = resources.stream(0);
+  const int64_t dim = matrix.dim();
+  const int64_t rows = matrix.rows();
+  if (rows + n > matrix.capacity()) {
+    const int64_t capacity =
+        std::max({rows + n, matrix.capacity() * kGrowNumerator / kGrowDenominator, kMinCapacity});
+    Storage fresh(capacity, dim);
+    if (rows > 0) {
+      QV_CUDA_CHECK(cudaMemcpyAsync(fresh.data, matrix.data(), size_t(rows * dim) * sizeof(float),
+                                    cudaMemcpyDeviceToDevice, stream));
+      QV_CUDA_CHECK(cudaMemcpyAsync(fresh.norms, matrix.norms(), size_t(rows) * sizeof(float),
+                                    cudaMemcpyDeviceToDevice, stream));
+    }
+    QV_CUDA_CHECK(cudaStreamSynchronize(stream));
+    matrix.adopt(fresh.data, fresh.norms, capacity);
+    fresh.release();
+  }
+  // Rows beyond rows() are not part of the matrix until set_rows, so a failure here leaves it intact.
+  float* tail = matrix.data() + rows * dim;
+  copy_to_device(resources.staging(), resources.device(), tail, x, size_t(n * dim) * sizeof(float), stream);
+  launch_row_norms(tail, n, dim, matrix.norms() + rows, stream);
+  session.finish();
+  matrix.set_rows(rows + n);
+}
+
+void matrix_remove_rows(Resources& resources, DeviceMatrix& matrix, int64_t count, const int64_t* rows) {
+  check_matrix(resources, matrix);
+  require(count >= 0 && count <= matrix.rows(), "count = ", count, " is outside 0 .. ", matrix.rows());
+  require(count == 0 || rows != nullptr, "rows is null");
+  for (int64_t i = 0; i < count; ++i) {
+    require(rows[i] >= 0 && rows[i] < matrix.rows(), "rows[", i, "] = ", rows[i], " is outside 0 .. ",
+            matrix.rows() - 1);
+    require(i == 0 || rows[i] > rows[i - 1], "rows must be sorted ascending and distinct (rows[", i, "])");
+  }
+  if (count == 0) return;
+  const int64_t kept = matrix.rows() - count;
+  std::vector<int64_t> keep;
+  keep.reserve(static_cast<size_t>(kept));
+  for (int64_t r = 0, i = 0; r < matrix.rows(); ++r) {
+    if (i < count && rows[i] == r) {
+      ++i;
+    } else {
+      keep.push_back(r);
+    }
+  }
+  Session session(resources);
+  cudaStream_t stream = resources.stream(0);
+  const int64_t capacity = std::max(kept, kMinCapacity);
+  Storage fresh(capacity, matrix.dim());
+  PoolBuffer<int64_t> keep_device(resources.pool(), kept);
+  if (kept > 0) {
+    copy_to_device(resources.staging(), resources.device(), keep_device.get(), keep.data(),
+                   size_t(kept) * sizeof(int64_t), stream);
+    launch_gather_rows(matrix.data(), matrix.dim(), keep_device.get(), kept, fresh.data, stream);
+    launch_gather_rows(matrix.norms(), 1, keep_device.get(), kept, fresh.norms, stream);
+  }
+  session.finish();
+  matrix.adopt(fresh.data, fresh.norms, capacity);
+  fresh.release();
+  matrix.set_rows(kept);
+}
+
+void matrix_read(Resources& resources, const DeviceMatrix& matrix, int64_t first, int64_t n, float* out) {
+  check_matrix(resources, matrix);
+  require(first >= 0 && n >= 0 && first + n <= matrix.rows(), "rows [", first, ", ", first + n,
+          ") are outside 0 .. ", matrix.rows());
+  require(n == 0 || out != nullptr, "out is null");
+  if (n == 0) return;
+  Session session(resources);
+  copy_from_device(resources.staging(), resources.device(), out, matrix.data() + first * matrix.dim(),
+                   size_t(n * matrix.dim()) * sizeof(float), resources.stream(0));
+  session.finish();
+}
+
+int64_t matrix_rows(const DeviceMatrix& matrix) { return matrix.rows(); }
+int64_t matrix_dim(const DeviceMatrix& matrix) { return matrix.dim(); }
+const float* matrix_data(const DeviceMatrix& matrix) { return matrix.rows() > 0 ? matrix.data() : nullptr; }
+const float* matrix_norms(const DeviceMatrix& matrix) { return matrix.rows() > 0 ? matrix.norms() : nullptr; }
+int64_t matrix_device_bytes(const DeviceMatrix& matrix) {
+  return matrix.capacity() * (matrix.dim() + 1) * int64_t(sizeof(float));
+}
+
+}  // namespace quiver::gpu

@@ -1,0 +1,195 @@
+// Planning and dispatch of the selection kernels (select.h).
+#include "cuda/select/select.h"
+
+#include <algorithm>
+
+#include "cpp/core/error.h"
+#include "cuda/select/select_buckets.h"
+#include "cuda/select/select_launch.h"
+
+namespace quiver::gpu {
+
+namespace {
+
+using detail::kSelectBuckets;
+using detail::kSelectMaxWarpsPerRow;
+
+// Warps in flight that keep the memory system busy: about 24 per multiprocessor (of 64).
+constexpr int kTargetWarpsPerSm = 24;
+// A warp should scan several times its queue, or merging the warps' queues costs more than it saves.
+constexpr int64_t kMinColumnsPerWarpPerK = 4;
+// Chunk lengths are multiples of this (the 16-byte slots of 32 lanes), so chunks stay aligned.
+constexpr int64_t kChunkAlign = 128;
+
+struct Plan {
+  int bucket;
+  int warps_per_row;
+  int64_t chunks;
+  int64_t chunk_len;
+  int merge_warps_per_row;  // second pass, when chunks > 1
+};
+
+template <typename V>
+int max_warps_for_shared(const SelectLimits& limits, int bucket) {
+  const int64_t per_warp = int64_t(kSelectBuckets[bucket].k) * int64_t(sizeof(float) + sizeof(V));
+  return static_cast<int>(std::max<int64_t>(1, limits.max_shared_bytes / per_warp));
+}
+
+// Warps per row for `tasks` rows of `cols` columns: more when there are few rows, as long as each
+// warp keeps enough columns.
+template <typename V>
+int warps_per_row(const SelectLimits& limits, int bucket, int64_t tasks, int64_t cols) {
+  const int64_t target = int64_t(limits.sm_count) * kTargetWarpsPerSm;
+  const int64_t k_cap = kSelectBuckets[bucket].k;
+  const int shared_cap = max_warps_for_shared<V>(limits, bucket);
+  int w = 1;
+  while (w * 2 <= kSelectMaxWarpsPerRow && w * 2 <= shared_cap && tasks * w < target &&
+         cols >= int64_t(w) * 2 * kMinColumnsPerWarpPerK * k_cap)
+    w *= 2;
+  return w;
+}
+
+template <typename V>
+Plan make_plan(const SelectLimits& limits, int64_t rows, int64_t cols, int64_t k) {
+  Plan plan{};
+  plan.bucket = detail::select_bucket(k);
+  const int64_t k_cap = kSelectBuckets[plan.bucket].k;
+  const int64_t target = int64_t(limits.sm_count) * kTargetWarpsPerSm;
+  plan.chunks = 1;
+  plan.chunk_len = std::max<int64_t>(cols, 1);
+  // Too few rows even with the most warps per row: split rows into chunks, merged by a second pass.
+  if (rows * kSelectMaxWarpsPerRow < target && cols >= 2 * kMinColumnsPerWarpPerK * k_cap * 2) {
+    const int64_t wanted = (target + rows - 1) / rows;
+    const int64_t most = cols / (2 * kMinColumnsPerWarpPerK * k_cap);  // chunks of >= 8 k columns
+    const int64_t chunks = std::max<int64_t>(1, std::min(wanted, most));
+    if (chunks > 1) {
+      const int64_t len = (cols + chunks - 1) / chunks;
+      plan.chunk_len = (len + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
+      plan.chunks = (cols + plan.chunk_len - 1) / plan.chunk_len;
+    }
+  }
+  plan.warps_per_row = warps_per_row<V>(limits, plan.bucket, rows * plan.chunks,
+                                        std::min(cols, plan.chunk_len));
+  plan.merge_warps_per_row =
+      plan.chunks > 1 ? warps_per_row<V>(limits, plan.bucket, rows, plan.chunks * k) : 1;
+  return plan;
+}
+
+template <typename V>
+void launch_bucket(int bucket, const detail::SelectParams<V>& p, cudaStream_t stream) {
+  using detail::launch_select;
+  switch (bucket) {
+    case 0: return launch_select<1, 2, V>(p, stream);
+    case 1: return launch_select<2, 3, V>(p, stream);
+    case 2: return launch_select<4, 3, V>(p, stream);
+    case 3: return launch_select<8, 4, V>(p, stream);
+    case 4: return launch_select<16, 6, V>(p, stream);
+    case 5: return launch_select<32, 8, V>(p, stream);
+    case 6: return launch_select<64, 8, V>(p, stream);
+  }
+  fail(Status::internal, "select: no k bucket ", bucket);
+}
+static_assert(detail::kSelectBucketCount == 7, "launch_bucket lists every bucket");
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+int64_t align_up(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+}  // namespace
+
+template <typename V>
+int64_t select_workspace_bytes(const SelectLimits& limits, int64_t rows, int64_t cols, int64_t k) {
+  require(k >= 1 && k <= kMaxSelectK, "k = ", k, " is outside 1 .. ", kMaxSelectK);
+  const Plan plan = make_plan<V>(limits, rows, cols, k);
+  if (plan.chunks == 1) return 0;
+  const int64_t entries = rows * plan.chunks * k;
+  return align_up(entries * int64_t(sizeof(float))) + align_up(entries * int64_t(sizeof(V)));
+}
+
+template <typename V>
+void select_rows(const SelectRequest<V>& r, const SelectLimits& limits, void* workspace,
+                 cudaStream_t stream) {
+  require(r.k >= 1 && r.k <= kMaxSelectK, "k = ", r.k, " is outside 1 .. ", kMaxSelectK);
+  require(r.rows >= 0 && r.cols >= 0, "select: negative shape ", r.rows, " x ", r.cols);
+  require(r.cols == 0 || r.ld >= r.cols, "select: ld = ", r.ld, " is below cols = ", r.cols);
+  require(r.cols < (int64_t(1) << 31) - 4 * 1024, "select: cols = ", r.cols, " is beyond 2^31 - 4096");
+  require(r.out_keys != nullptr && r.out_ids != nullptr, "select: no output");
+  require((r.prev_keys == nullptr) == (r.prev_ids == nullptr), "select: prev_keys and prev_ids go together");
+  if (r.rows == 0) return;
+  const Plan plan = make_plan<V>(limits, r.rows, r.cols, r.k);
+  const float scale = r.largest ? -1.f : 1.f;
+
+  detail::SelectParams<V> p{};
+  p.keys = r.keys;
+  p.ld = r.ld;
+  p.cols = r.cols;
+  p.k = r.k;
+  p.tasks = r.rows * plan.chunks;
+  p.chunks = plan.chunks;
+  p.chunk_len = plan.chunk_len;
+  p.warps_per_row = plan.warps_per_row;
+  p.vec4 = r.ld % 4 == 0 && aligned16(r.keys) && (r.column_bias == nullptr || aligned16(r.column_bias));
+  p.in_scale = scale;
+  p.bias = r.column_bias;
+  p.ids = r.ids;
+  p.id_base = r.id_base;
+  p.filter = r.filter;
+  p.filter_bits = r.filter_bits;
+  p.prev_scale = scale;
+
+  if (plan.chunks == 1) {
+    p.prev_keys = r.prev_keys;
+    p.prev_ids = r.prev_ids;
+    p.out_scale = scale;
+    p.missing_minus_one = !r.keep_missing_as_sentinel;
+    p.out_keys = r.out_keys;
+    p.out_ids = r.out_ids;
+    launch_bucket<V>(plan.bucket, p, stream);
+    return;
+  }
+
+  // Pass 1: every chunk's k best, in the kernel's order (smallest first), sentinels kept.
+  require(workspace != nullptr, "select: this shape needs a workspace");
+  const int64_t entries = r.rows * plan.chunks * r.k;
+  auto* chunk_keys = static_cast<float*>(workspace);
+  auto* chunk_ids = reinterpret_cast<V*>(static_cast<char*>(workspace) + align_up(entries * int64_t(sizeof(float))));
+  p.prev_keys = nullptr;
+  p.prev_ids = nullptr;
+  p.out_scale = 1.f;
+  p.missing_minus_one = false;
+  p.out_keys = chunk_keys;
+  p.out_ids = chunk_ids;
+  launch_bucket<V>(plan.bucket, p, stream);
+
+  // Pass 2: each row's chunks (plus the previous result) merged.
+  detail::SelectParams<V> m = p;
+  m.keys = chunk_keys;
+  m.ld = plan.chunks * r.k;
+  m.cols = plan.chunks * r.k;
+  m.tasks = r.rows;
+  m.chunks = 1;
+  m.chunk_len = m.cols;
+  m.warps_per_row = plan.merge_warps_per_row;
+  m.vec4 = m.ld % 4 == 0;  // the workspace is 256-byte aligned
+  m.in_scale = 1.f;
+  m.bias = nullptr;
+  m.ids = chunk_ids;
+  m.id_base = 0;
+  m.filter = nullptr;  // applied in pass 1
+  m.filter_bits = 0;
+  m.prev_scale = scale;
+  m.prev_keys = r.prev_keys;
+  m.prev_ids = r.prev_ids;
+  m.out_scale = scale;
+  m.missing_minus_one = !r.keep_missing_as_sentinel;
+  m.out_keys = r.out_keys;
+  m.out_ids = r.out_ids;
+  launch_bucket<V>(plan.bucket, m, stream);
+}
+
+template int64_t select_workspace_bytes<int32_t>(const SelectLimits&, int64_t, int64_t, int64_t);
+template int64_t select_workspace_bytes<int64_t>(const SelectLimits&, int64_t, int64_t, int64_t);
+template void select_rows<int32_t>(const SelectRequest<int32_t>&, const SelectLimits&, void*, cudaStream_t);
+template void select_rows<int64_t>(const SelectRequest<int64_t>&, const SelectLimits&, void*, cudaStream_t);
+
+}  // namespace quiver::gpu
