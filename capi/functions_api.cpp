@@ -4,8 +4,9 @@
 #include "capi/guard.h"
 #include "capi/handles.h"
 #include "capi/search_options.h"
+#include "cpp/backend/gpu.h"
 #include "cpp/cluster/kmeans.h"
-#include "cpp/distance/vectors.h"
+#include "cpp/core/input.h"
 #include "cpp/exact/knn_arrays.h"
 #include "cpp/index/index.h"
 
@@ -43,7 +44,7 @@ qv_status_t qv_knn(qv_context_t* context, qv_metric_t metric, int64_t dim, int64
       require_pointer(distances, "distances");
       require_pointer(ids, "ids");
     }
-    quiver::knn_arrays(context->context->pool(), static_cast<quiver::Metric>(metric), dim, n, base, nq,
+    quiver::knn_arrays(*context->context, static_cast<quiver::Metric>(metric), dim, n, base, nq,
                        queries, k, quiver::capi::search_options(params).filter, distances, ids);
   });
 }
@@ -72,13 +73,17 @@ qv_status_t qv_kmeans(qv_context_t* context, int64_t dim, int64_t n, const float
         quiver::capi::read_params(params, default_kmeans_params(), "params", kVersions);
     require(p.max_points_per_centroid >= 0, "params->max_points_per_centroid = ",
             p.max_points_per_centroid, " is negative");
-    quiver::check_vectors("x", x, n, dim, false);
+    const quiver::Context& engine = *context->context;
+    const quiver::Input input =
+        quiver::prepare_input(engine, "x", x, n, dim, quiver::Metric::l2, engine.device() == quiver::DeviceKind::cuda);
     quiver::KmeansOptions options;
     options.iterations = p.iterations;
     options.seed = p.seed;
     options.max_points_per_centroid = p.max_points_per_centroid;
-    const quiver::KmeansResult result = quiver::kmeans(context->context->pool(), dim, n, x, k, options,
-                                                       centroids, assignments);
+    const quiver::KmeansResult result =
+        engine.device() == quiver::DeviceKind::cuda
+            ? quiver::gpu::kmeans(engine.gpu(), dim, n, input.data, k, options, centroids, assignments)
+            : quiver::kmeans(engine.pool(), dim, n, input.data, k, options, centroids, assignments);
     if (objective) *objective = result.objective;
   });
 }

@@ -26,6 +26,10 @@ int device_count();
 // Why device_count() is 0, in words for an error message.
 std::string unavailable_reason();
 
+// True when p points into a CUDA device's memory (not host memory, pinned or pageable, nor managed
+// memory, which the host can read). Always false in a build without CUDA.
+bool is_device_pointer(const void* p);
+
 // ---- resources -----------------------------------------------------------------------------------
 
 struct ResourcesOptions {
@@ -64,6 +68,9 @@ struct DeviceMemoryStats {
 DeviceMemoryStats memory_stats(Resources& resources);
 // Returns the pool's cached device memory to the driver.
 void release_cached_memory(Resources& resources);
+
+// Copies bytes between any two of host and device memory (either side may be either), blocking.
+void copy_memory(Resources& resources, void* dst, const void* src, int64_t bytes);
 
 // ---- vectors kept on the device --------------------------------------------------------------------
 

@@ -18,7 +18,11 @@ int device_count() { return 0; }
 
 std::string unavailable_reason() { return "this build of quiver has no CUDA backend (QUIVER_CUDA=OFF)"; }
 
+bool is_device_pointer(const void*) { return false; }
+
 Resources* create_resources(const ResourcesOptions&) { no_cuda("GPU resources"); }
+
+void copy_memory(Resources&, void*, const void*, int64_t) { no_cuda("GPU memory copy"); }
 
 void destroy_resources(Resources*) noexcept {}
 

@@ -8,8 +8,7 @@
 namespace quiver {
 
 Context::Context(const ContextOptions& options)
-    : device_(options.device), device_id_(options.device_id),
-      automatic_(options.device == DeviceKind::automatic) {
+    : device_(options.device), device_id_(options.device_id) {
   require(options.device == DeviceKind::automatic || options.device == DeviceKind::cpu ||
               options.device == DeviceKind::cuda,
           "options.device: ", static_cast<int>(options.device),
@@ -34,6 +33,11 @@ Context::Context(const ContextOptions& options)
   int threads = options.cpu_threads;
   if (threads == 0) threads = static_cast<int>(std::thread::hardware_concurrency());
   pool_ = std::make_unique<ThreadPool>(threads > 0 ? threads : 1);
+  if (device_ == DeviceKind::cuda) {
+    gpu::ResourcesOptions resources;
+    resources.device = device_id_;
+    gpu_ = gpu::make_resources(resources);
+  }
 }
 
 }  // namespace quiver

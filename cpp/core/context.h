@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "cpp/backend/gpu.h"
 #include "cpp/core/thread_pool.h"
 
 namespace quiver {
@@ -24,15 +25,15 @@ class Context {
 
   DeviceKind device() const { return device_; }
   int32_t device_id() const { return device_ == DeviceKind::cuda ? device_id_ : -1; }
-  // True when the caller asked for AUTO: index kinds without a GPU implementation run on the CPU.
-  bool automatic() const { return automatic_; }
   ThreadPool& pool() const { return *pool_; }
+  // The CUDA device's streams, cuBLAS handles and memory pool; only on a CUDA context.
+  gpu::Resources& gpu() const { return *gpu_; }
 
  private:
   DeviceKind device_;
   int32_t device_id_;
-  bool automatic_;
   std::unique_ptr<ThreadPool> pool_;
+  gpu::ResourcesPtr gpu_;
 };
 
 }  // namespace quiver

@@ -8,10 +8,11 @@
 
 namespace quiver {
 
-class ThreadPool;
+class Context;
 
-// Validates the inputs (finite, k in range, non-zero rows for cosine) and searches.
-void knn_arrays(ThreadPool& pool, Metric metric, int64_t dim, int64_t n, const float* base,
+// Validates the inputs (finite, k in range, non-zero rows for cosine) and searches, on the context's
+// device (inputs and outputs may be host or device memory there).
+void knn_arrays(Context& context, Metric metric, int64_t dim, int64_t n, const float* base,
                 int64_t nq, const float* queries, int64_t k, const IdFilter& filter,
                 float* distances, int64_t* ids);
 

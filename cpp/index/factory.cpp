@@ -2,6 +2,7 @@
 
 #include "cpp/core/error.h"
 #include "cpp/index/flat.h"
+#include "cpp/index/flat_gpu.h"
 
 namespace quiver {
 
@@ -11,9 +12,7 @@ std::unique_ptr<Index> create_index(Context& context, const std::string& descrip
           " is not QV_METRIC_L2, QV_METRIC_INNER_PRODUCT or QV_METRIC_COSINE");
   require(dim >= 1 && dim <= kMaxDim, "dim = ", dim, " is outside 1 .. ", kMaxDim);
   if (descriptor == "Flat") {
-    // The CUDA backend has no Flat index yet: an explicit CUDA context refuses, AUTO uses the CPU.
-    if (context.device() == DeviceKind::cuda && !context.automatic())
-      fail(Status::unsupported, "descriptor \"Flat\" has no CUDA implementation in this version");
+    if (context.device() == DeviceKind::cuda) return std::make_unique<GpuFlatIndex>(context, descriptor, dim, metric);
     return std::make_unique<FlatIndex>(context, descriptor, dim, metric);
   }
   fail(Status::invalid_argument, "descriptor: \"", descriptor,

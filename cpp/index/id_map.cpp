@@ -37,7 +37,10 @@ void IdMap::append(int64_t n, const int64_t* ids) {
     throw;
   }
   ids_.insert(ids_.end(), ids, ids + n);  // capacity reserved above: cannot throw
-  for (int64_t j = 0; j < n; ++j) max_id_ = std::max(max_id_, ids[j]);
+  for (int64_t j = 0; j < n; ++j) {
+    max_id_ = std::max(max_id_, ids[j]);
+    identity_ = identity_ && ids[j] == first_row + j;
+  }
 }
 
 std::vector<int64_t> IdMap::rows_of(int64_t n, const int64_t* ids) const {
@@ -79,9 +82,11 @@ void IdMap::rebuild_index() {
   std::unordered_map<int64_t, int64_t> row_of;
   row_of.reserve(ids_.size());
   max_id_ = -1;
+  identity_ = true;
   for (int64_t r = 0; r < size(); ++r) {
     row_of.emplace(ids_[r], r);
     max_id_ = std::max(max_id_, ids_[r]);
+    identity_ = identity_ && ids_[r] == r;
   }
   row_of_.swap(row_of);
 }

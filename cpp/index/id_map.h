@@ -13,6 +13,8 @@ class IdMap {
   int64_t size() const { return static_cast<int64_t>(ids_.size()); }
   const int64_t* data() const { return ids_.data(); }
   const std::vector<int64_t>& ids() const { return ids_; }
+  // True when row r holds id r for every row: results need no translation.
+  bool is_identity() const { return identity_; }
 
   // Checks that n new ids are >= 0, unique among themselves and not present; throws invalid_argument
   // naming the first offender. With ids == nullptr, fills `assigned` with consecutive ids after the
@@ -40,6 +42,7 @@ class IdMap {
   std::vector<int64_t> ids_;
   std::unordered_map<int64_t, int64_t> row_of_;
   int64_t max_id_ = -1;
+  bool identity_ = true;
 };
 
 }  // namespace quiver

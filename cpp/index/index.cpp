@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cpp/core/error.h"
+#include "cpp/core/input.h"
 #include "cpp/distance/vectors.h"
 
 namespace quiver {
@@ -21,18 +22,16 @@ Index::Index(Context& context, std::string descriptor, int64_t dim, Metric metri
 
 void Index::train(int64_t n, const float* x) {
   check_count("n", n);
-  std::vector<float> storage;
-  const float* prepared = prepare_vectors("x", x, n, dim_, metric_, storage);
-  do_train(n, prepared);
+  const Input input = prepare_input(context_, "x", x, n, dim_, metric_, reads_device_memory());
+  do_train(n, input.data);
 }
 
 void Index::add(int64_t n, const float* x, const int64_t* ids) {
   check_count("n", n);
   if (!is_trained()) fail(Status::not_trained, "the index (", descriptor_, ") must be trained before add");
   if (n == 0) return;
-  std::vector<float> storage;
-  const float* prepared = prepare_vectors("x", x, n, dim_, metric_, storage);
-  do_add(n, prepared, ids);
+  const Input input = prepare_input(context_, "x", x, n, dim_, metric_, reads_device_memory());
+  do_add(n, input.data, ids);
 }
 
 void Index::search(int64_t nq, const float* queries, int64_t k, const SearchOptions& options,
@@ -42,9 +41,8 @@ void Index::search(int64_t nq, const float* queries, int64_t k, const SearchOpti
   require(options.filter.nbits >= 0, "params->filter_bits = ", options.filter.nbits, " is negative");
   if (!is_trained()) fail(Status::not_trained, "the index (", descriptor_, ") must be trained before search");
   if (nq == 0) return;
-  std::vector<float> storage;
-  const float* prepared = prepare_vectors("queries", queries, nq, dim_, metric_, storage);
-  do_search(nq, prepared, k, options, distances, ids);
+  const Input input = prepare_input(context_, "queries", queries, nq, dim_, metric_, reads_device_memory());
+  do_search(nq, input.data, k, options, distances, ids);
 }
 
 RangeResult Index::range_search(int64_t nq, const float* queries, float radius,
@@ -54,9 +52,8 @@ RangeResult Index::range_search(int64_t nq, const float* queries, float radius,
   require(options.filter.nbits >= 0, "params->filter_bits = ", options.filter.nbits, " is negative");
   if (!is_trained()) fail(Status::not_trained, "the index (", descriptor_, ") must be trained before range search");
   if (nq == 0) return RangeResult{{0}, {}, {}};
-  std::vector<float> storage;
-  const float* prepared = prepare_vectors("queries", queries, nq, dim_, metric_, storage);
-  return do_range_search(nq, prepared, radius, options);
+  const Input input = prepare_input(context_, "queries", queries, nq, dim_, metric_, false);
+  return do_range_search(nq, input.data, radius, options);
 }
 
 int64_t Index::remove(int64_t n, const int64_t* ids) {

@@ -51,6 +51,9 @@ class Index {
   virtual int64_t count() const = 0;
   virtual MemoryUse memory() const = 0;
   virtual DeviceKind device() const { return DeviceKind::cpu; }
+  // Whether the kind's train/add/search read device memory directly (GPU kinds); others get host
+  // copies of device inputs.
+  virtual bool reads_device_memory() const { return device() == DeviceKind::cuda; }
 
   void train(int64_t n, const float* x);
   void add(int64_t n, const float* x, const int64_t* ids);

@@ -54,12 +54,16 @@ namespace {
 constexpr int64_t kGrowNumerator = 3;
 constexpr int64_t kGrowDenominator = 2;
 constexpr int64_t kMinCapacity = 1024;
+// Arrays are allocated in whole 16-byte slots: the selection kernels copy norms (and keys) in 16-byte
+// cp.async slots, which must lie inside an allocation even where only part of a slot is used.
+constexpr int64_t kSlotFloats = 4;
 
 // Device arrays for `rows` rows, freed unless released (all or nothing on allocation failure).
 struct Storage {
   float* data = nullptr;
   float* norms = nullptr;
   Storage(int64_t rows, int64_t dim) {
+    rows = (rows + kSlotFloats - 1) / kSlotFloats * kSlotFloats;
     try {
       QV_CUDA_CHECK(cudaMalloc(&data, size_t(rows) * size_t(dim) * sizeof(float)));
       QV_CUDA_CHECK(cudaMalloc(&norms, size_t(rows) * sizeof(float)));

@@ -12,6 +12,8 @@
  *   library reads only struct_size bytes, so a program compiled against an older header keeps working.
  * - Vectors are row-major float32 (`n x dim`). Inputs and outputs may live in host memory or, on a
  *   CUDA context, in device memory; the library detects which. No pointer is kept after a call.
+ *   Host vectors are checked for NaN and infinities; device vectors used in place are not (checking
+ *   them would cost a copy), so NaN there gives unspecified results.
  * - Thread safety: a context may be used from any number of threads. On one index, concurrent
  *   qv_index_search / qv_index_range_search / qv_index_info / qv_index_save / qv_index_save_buffer
  *   calls are safe;
@@ -162,7 +164,8 @@ typedef struct qv_index qv_index_t;
 /* Creates an empty index.
  *
  * context     borrowed; the index keeps it alive (see qv_context_free).
- * descriptor  the index kind, Faiss-style: "Flat" (exact search). Case-sensitive, no spaces.
+ * descriptor  the index kind, Faiss-style: "Flat" (exact search; on a CUDA context its vectors live
+ *             in device memory). Case-sensitive, no spaces.
  * dim         vector dimension, 1 .. 65536.
  * metric      QV_METRIC_L2, QV_METRIC_INNER_PRODUCT or QV_METRIC_COSINE.
  * out         receives the new index, owned by the caller (qv_index_free).

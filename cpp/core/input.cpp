@@ -1,0 +1,30 @@
+#include "cpp/core/input.h"
+
+#include "cpp/backend/gpu.h"
+#include "cpp/core/error.h"
+#include "cpp/distance/vectors.h"
+
+namespace quiver {
+
+Input prepare_input(const Context& context, const char* what, const float* x, int64_t n,
+                    int64_t dim, Metric metric, bool device_ok) {
+  Input input;
+  input.data = x;
+  if (n > 0 && gpu::is_device_pointer(x)) {
+    if (context.device() != DeviceKind::cuda)
+      fail(Status::invalid_argument, what, " is GPU memory, but the context runs on the CPU");
+    if (device_ok && metric != Metric::cosine) {
+      input.on_device = true;
+      return input;
+    }
+    input.storage.resize(static_cast<size_t>(n * dim));
+    gpu::copy_memory(context.gpu(), input.storage.data(), x, n * dim * static_cast<int64_t>(sizeof(float)));
+    input.data = input.storage.data();
+  }
+  std::vector<float> normalised;
+  input.data = prepare_vectors(what, input.data, n, dim, metric, normalised);
+  if (!normalised.empty()) input.storage.swap(normalised);
+  return input;
+}
+
+}  // namespace quiver

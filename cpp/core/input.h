@@ -1,0 +1,24 @@
+// Caller vectors, which may be host or device memory (DESIGN.md), made ready for an engine.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cpp/core/context.h"
+#include "cpp/core/metric.h"
+
+namespace quiver {
+
+struct Input {
+  const float* data = nullptr;
+  bool on_device = false;      // data is device memory of the context's GPU
+  std::vector<float> storage;  // owns data when a copy was needed
+};
+
+// Host vectors are checked (finite, non-zero for cosine) and, for cosine, normalised. Device memory
+// is accepted on a CUDA context only: an engine that reads it there (device_ok) gets it as it is,
+// unchecked; otherwise, or for cosine, it is copied to the host first and treated as host data.
+Input prepare_input(const Context& context, const char* what, const float* x, int64_t n,
+                    int64_t dim, Metric metric, bool device_ok);
+
+}  // namespace quiver

@@ -1,0 +1,124 @@
+#include "cpp/index/flat_gpu.h"
+
+#include <cstring>
+
+#include "cpp/core/error.h"
+#include "cpp/distance/vectors.h"
+#include "cpp/exact/range.h"
+#include "cpp/io/bytes.h"
+
+namespace quiver {
+
+GpuFlatIndex::GpuFlatIndex(Context& context, std::string descriptor, int64_t dim, Metric metric)
+    : Index(context, std::move(descriptor), dim, metric),
+      matrix_(gpu::make_matrix(context.gpu(), dim)) {}
+
+void GpuFlatIndex::do_add(int64_t n, const float* x, const int64_t* ids) {
+  std::vector<int64_t> assigned;
+  const int64_t* new_ids = ids_.check_new(n, ids, assigned);
+  const int64_t first_row = count();
+  gpu::matrix_append(context().gpu(), *matrix_, n, x);  // all or nothing
+  try {
+    ids_.append(n, new_ids);
+  } catch (...) {
+    std::vector<int64_t> added(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) added[i] = first_row + i;
+    gpu::matrix_remove_rows(context().gpu(), *matrix_, n, added.data());
+    throw;
+  }
+}
+
+void GpuFlatIndex::do_search(int64_t nq, const float* queries, int64_t k,
+                             const SearchOptions& options, float* distances, int64_t* ids) const {
+  gpu::Resources& resources = context().gpu();
+  // The backend filters row numbers; translate an id filter unless ids are row numbers.
+  gpu::RowFilter rows;
+  std::vector<uint8_t> row_bits;
+  if (options.filter.bits) {
+    if (ids_.is_identity()) {
+      rows = {options.filter.bits, options.filter.nbits};
+    } else {
+      row_bits.assign(static_cast<size_t>((count() + 7) / 8), 0);
+      for (int64_t r = 0; r < count(); ++r)
+        if (options.filter.allows(ids_.ids()[r])) row_bits[r / 8] |= static_cast<uint8_t>(1u << (r % 8));
+      rows = {row_bits.data(), count()};
+    }
+  }
+  if (ids_.is_identity()) {
+    gpu::knn(resources, metric(), gpu::matrix_data(*matrix_), gpu::matrix_norms(*matrix_), count(), dim(),
+             queries, nq, k, distances, ids, rows);
+    return;
+  }
+  // Row numbers come back on the host, become ids, and go where the caller wants them.
+  std::vector<float> found_distances(static_cast<size_t>(nq * k));
+  std::vector<int64_t> found_rows(static_cast<size_t>(nq * k));
+  gpu::knn(resources, metric(), gpu::matrix_data(*matrix_), gpu::matrix_norms(*matrix_), count(), dim(),
+           queries, nq, k, found_distances.data(), found_rows.data(), rows);
+  for (int64_t& r : found_rows)
+    if (r >= 0) r = ids_.ids()[r];
+  const int64_t distance_bytes = nq * k * static_cast<int64_t>(sizeof(float));
+  const int64_t id_bytes = nq * k * static_cast<int64_t>(sizeof(int64_t));
+  gpu::copy_memory(resources, distances, found_distances.data(), distance_bytes);
+  gpu::copy_memory(resources, ids, found_rows.data(), id_bytes);
+}
+
+std::vector<float> GpuFlatIndex::host_vectors() const {
+  std::vector<float> vectors(static_cast<size_t>(count() * dim()));
+  if (count() > 0) gpu::matrix_read(context().gpu(), *matrix_, 0, count(), vectors.data());
+  return vectors;
+}
+
+RangeResult GpuFlatIndex::do_range_search(int64_t nq, const float* queries, float radius,
+                                          const SearchOptions& options) const {
+  const std::vector<float> vectors = host_vectors();
+  std::vector<float> norms(static_cast<size_t>(count()));
+  for (int64_t i = 0; i < count(); ++i) norms[i] = squared_norm(&vectors[i * dim()], dim());
+  Database db;
+  db.x = vectors.data();
+  db.norms = norms.data();
+  db.n = count();
+  db.dim = dim();
+  db.ids = ids_.data();
+  db.metric = metric();
+  return exact_range(context().pool(), db, Queries{queries, nq}, radius, options.filter);
+}
+
+int64_t GpuFlatIndex::do_remove(int64_t n, const int64_t* ids) {
+  const std::vector<int64_t> rows = ids_.rows_of(n, ids);
+  if (rows.empty()) return 0;
+  IdMap kept = ids_.without_rows(rows);
+  gpu::matrix_remove_rows(context().gpu(), *matrix_, static_cast<int64_t>(rows.size()), rows.data());
+  std::swap(ids_, kept);
+  return static_cast<int64_t>(rows.size());
+}
+
+MemoryUse GpuFlatIndex::memory() const {
+  MemoryUse use;
+  use.host_bytes = ids_.memory_bytes();
+  use.device_bytes = gpu::matrix_device_bytes(*matrix_);
+  return use;
+}
+
+void GpuFlatIndex::save_payload(ByteWriter& out) const {
+  out.array(ids_.data(), count());
+  const std::vector<float> vectors = host_vectors();
+  out.array(vectors.data(), count() * dim());
+}
+
+void GpuFlatIndex::load_payload(ByteReader& in, int64_t count) {
+  std::vector<int64_t> ids;
+  in.array(ids, count, "ids");
+  std::vector<float> vectors;
+  in.array(vectors, count * dim(), "vectors");
+  try {
+    check_vectors("stored vectors", vectors.data(), count, dim(), false);
+  } catch (const Error& e) {
+    fail(Status::corrupt_data, "corrupt index: ", e.what());
+  }
+  IdMap loaded;
+  loaded.assign(std::move(ids));
+  if (count > 0) gpu::matrix_append(context().gpu(), *matrix_, count, vectors.data());
+  std::swap(ids_, loaded);
+}
+
+}  // namespace quiver

@@ -1,0 +1,42 @@
+// "Flat" on a CUDA context: the vectors live in device memory (gpu::DeviceMatrix) and searches run
+// the CUDA backend's exact k-NN. Saved files are the same as the CPU Flat index's, so an index moves
+// between devices by save and load.
+#pragma once
+
+#include "cpp/backend/gpu.h"
+#include "cpp/index/id_map.h"
+#include "cpp/index/index.h"
+
+namespace quiver {
+
+class GpuFlatIndex final : public Index {
+ public:
+  GpuFlatIndex(Context& context, std::string descriptor, int64_t dim, Metric metric);
+
+  IndexKind kind() const override { return IndexKind::flat; }
+  bool is_trained() const override { return true; }
+  int64_t count() const override { return ids_.size(); }
+  DeviceKind device() const override { return DeviceKind::cuda; }
+  MemoryUse memory() const override;
+
+  void save_payload(ByteWriter& out) const override;
+  void load_payload(ByteReader& in, int64_t count) override;
+
+ protected:
+  void do_train(int64_t, const float*) override {}
+  void do_add(int64_t n, const float* x, const int64_t* ids) override;
+  void do_search(int64_t nq, const float* queries, int64_t k, const SearchOptions& options,
+                 float* distances, int64_t* ids) const override;
+  // Runs on the CPU over a host copy of the vectors: the CUDA backend has no range search yet.
+  RangeResult do_range_search(int64_t nq, const float* queries, float radius,
+                              const SearchOptions& options) const override;
+  int64_t do_remove(int64_t n, const int64_t* ids) override;
+
+ private:
+  std::vector<float> host_vectors() const;
+
+  gpu::DeviceMatrixPtr matrix_;
+  IdMap ids_;
+};
+
+}  // namespace quiver
