@@ -1,8 +1,8 @@
 #include "cpp/index/flat.h"
 
-#include "cpp/core/error.h"
 #include "cpp/distance/vectors.h"
 #include "cpp/exact/knn.h"
+#include "cpp/index/flat_payload.h"
 #include "cpp/io/bytes.h"
 
 namespace quiver {
@@ -99,23 +99,14 @@ MemoryUse FlatIndex::memory() const {
 }
 
 void FlatIndex::save_payload(ByteWriter& out) const {
-  out.array(ids_.data(), count());
-  out.array(vectors_.data(), count() * dim());
+  write_flat_payload(out, ids_.data(), vectors_.data(), count(), dim());
 }
 
 void FlatIndex::load_payload(ByteReader& in, int64_t count) {
-  std::vector<int64_t> ids;
-  in.array(ids, count, "ids");
-  std::vector<float> vectors;
-  in.array(vectors, count * dim(), "vectors");
-  try {
-    check_vectors("stored vectors", vectors.data(), count, dim(), false);
-  } catch (const Error& e) {
-    fail(Status::corrupt_data, "corrupt index: ", e.what());
-  }
-  ids_.assign(std::move(ids));
-  norms_ = norms_of(vectors.data(), count, dim());
-  vectors_ = std::move(vectors);
+  FlatPayload payload = read_flat_payload(in, count, dim());
+  ids_.assign(std::move(payload.ids));
+  norms_ = norms_of(payload.vectors.data(), count, dim());
+  vectors_ = std::move(payload.vectors);
 }
 
 }  // namespace quiver

@@ -1,11 +1,8 @@
 #include "cpp/index/flat_gpu.h"
 
-#include <cstring>
-
-#include "cpp/core/error.h"
 #include "cpp/distance/vectors.h"
 #include "cpp/exact/range.h"
-#include "cpp/io/bytes.h"
+#include "cpp/index/flat_payload.h"
 
 namespace quiver {
 
@@ -100,24 +97,14 @@ MemoryUse GpuFlatIndex::memory() const {
 }
 
 void GpuFlatIndex::save_payload(ByteWriter& out) const {
-  out.array(ids_.data(), count());
-  const std::vector<float> vectors = host_vectors();
-  out.array(vectors.data(), count() * dim());
+  write_flat_payload(out, ids_.data(), host_vectors().data(), count(), dim());
 }
 
 void GpuFlatIndex::load_payload(ByteReader& in, int64_t count) {
-  std::vector<int64_t> ids;
-  in.array(ids, count, "ids");
-  std::vector<float> vectors;
-  in.array(vectors, count * dim(), "vectors");
-  try {
-    check_vectors("stored vectors", vectors.data(), count, dim(), false);
-  } catch (const Error& e) {
-    fail(Status::corrupt_data, "corrupt index: ", e.what());
-  }
+  FlatPayload payload = read_flat_payload(in, count, dim());
   IdMap loaded;
-  loaded.assign(std::move(ids));
-  if (count > 0) gpu::matrix_append(context().gpu(), *matrix_, count, vectors.data());
+  loaded.assign(std::move(payload.ids));
+  if (count > 0) gpu::matrix_append(context().gpu(), *matrix_, count, payload.vectors.data());
   std::swap(ids_, loaded);
 }
 
