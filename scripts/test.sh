@@ -7,7 +7,7 @@
 #                   through find_package (both targets) and pkg-config (shared and --static)
 #   4. build-asan/  CPU-only, AddressSanitizer + UndefinedBehaviorSanitizer, -O1
 #   5. ctest        cpu, capi, header and examples suites under the sanitizers
-#   6. bindings     scripts/check_parity.sh, cargo test (bindings/rust) and go test -race
+#   6. bindings     scripts/check_parity.sh, cargo test (bindings/rust), go vet and go test -race
 #                   (bindings/go), each when it exists
 # and prints a summary. Exits non-zero when any step fails; later steps still run where they can.
 #
@@ -137,7 +137,7 @@ if [[ -d bindings/go ]]; then
       (cd bindings/go &&
         GOPROXY=off GOTOOLCHAIN=local CGO_ENABLED=1 \
           LD_LIBRARY_PATH="$root/build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-          go test -race -count=1 ./...)
+          go vet ./... && go test -race -count=1 ./...)
     }
     step go go_test
   else
