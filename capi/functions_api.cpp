@@ -44,8 +44,9 @@ qv_status_t qv_knn(qv_context_t* context, qv_metric_t metric, int64_t dim, int64
       require_pointer(distances, "distances");
       require_pointer(ids, "ids");
     }
-    quiver::knn_arrays(*context->context, static_cast<quiver::Metric>(metric), dim, n, base, nq,
-                       queries, k, quiver::capi::search_options(params).filter, distances, ids);
+    const quiver::SearchOptions options = quiver::capi::search_options(params);
+    quiver::knn_arrays(*context->context, static_cast<quiver::Metric>(metric), dim, n, base, nq, queries, k,
+                       options.filter, options.compute_mode, distances, ids);
   });
 }
 

@@ -9,7 +9,7 @@ SearchOptions search_options(const qv_search_params_t* params) {
   defaults.struct_size = sizeof defaults;
   static constexpr size_t kVersions[] = {
       QV_FIELD_END(qv_search_params_t, filter_bits), QV_FIELD_END(qv_search_params_t, nprobe),
-      QV_FIELD_END(qv_search_params_t, search_width)};
+      QV_FIELD_END(qv_search_params_t, search_width), QV_FIELD_END(qv_search_params_t, compute_mode)};
   const qv_search_params_t p = read_params(params, defaults, "params", kVersions);
   require(p.filter != nullptr || p.filter_bits == 0, "params->filter is NULL but params->filter_bits = ",
                   p.filter_bits);
@@ -18,6 +18,9 @@ SearchOptions search_options(const qv_search_params_t* params) {
   options.filter.nbits = p.filter_bits;
   options.nprobe = p.nprobe;
   options.search_width = p.search_width;
+  require(p.compute_mode >= QV_COMPUTE_FP32 && p.compute_mode <= QV_COMPUTE_BF16, "params->compute_mode = ",
+          p.compute_mode, " is not a QV_COMPUTE_* value");
+  options.compute_mode = static_cast<ComputeMode>(p.compute_mode);
   return options;
 }
 

@@ -6,6 +6,7 @@
 //
 // Built by bench/gpu_bench.sh against a CUDA build of libquiver.a.
 #include <cublas_v2.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -51,6 +52,11 @@ __global__ void fill_uniform(float* x, int64_t n, uint64_t seed) {
     z ^= z >> 29;
     x[i] = float(z >> 40) * (2.0f / 16777216.0f) - 1.0f;
   }
+}
+
+__global__ void to_half(const float* x, __half* out, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = __float2half_rn(x[i]);
 }
 
 void uniform(float* device, int64_t n, uint64_t seed) {
@@ -111,14 +117,14 @@ int main(int argc, char** argv) {
   int64_t n = 1000000, dim = 128, nq = 10000, sel_cols = 128000;
   int runs = 5;
   bool quick = false;
-  std::string only;  // one section: ceilings, select, exact, shapes, kmeans (for profiling)
+  std::string only;  // one section: ceilings, select, exact, modes, shapes, kmeans (for profiling)
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::max(5, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else {
-      std::fprintf(stderr, "usage: gpu_bench [--json FILE] [--runs N>=5] [--quick] [--only ceilings|select|exact|shapes|kmeans]\n");
+      std::fprintf(stderr, "usage: gpu_bench [--json FILE] [--runs N>=5] [--quick] [--only ceilings|select|exact|modes|shapes|kmeans]\n");
       return 2;
     }
   }
@@ -189,6 +195,28 @@ int main(int argc, char** argv) {
         std::snprintf(task, sizeof task, "SGEMM %lld x %lld x %lld (tiles of %lld)", (long long)nq, (long long)n,
                       (long long)dim, (long long)w);
         report(task, "ceiling", t, 2.0 * nq * n * dim / t.median_ms / 1e9, "TFLOP/s");
+      }
+      {  // The fast modes' GEMM: FP16 inputs, FP32 accumulation and output, the same tiles.
+        __half *yh = nullptr, *xh = nullptr;
+        CHECK_CUDA(cudaMalloc(&yh, n * dim * sizeof(__half)));
+        CHECK_CUDA(cudaMalloc(&xh, nq * dim * sizeof(__half)));
+        to_half<<<4096, 256>>>(y, yh, n * dim);
+        to_half<<<4096, 256>>>(x, xh, nq * dim);
+        CHECK_CUDA(cudaGetLastError());
+        const Timing t = time_it(runs, [&] {
+          for (int64_t c0 = 0; c0 < n; c0 += tile) {
+            const int cols = int(std::min(tile, n - c0));
+            CHECK_BLAS(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, cols, int(nq), int(dim), &alpha, yh + c0 * dim,
+                                    CUDA_R_16F, int(dim), xh, CUDA_R_16F, int(dim), &beta, c, CUDA_R_32F, cols,
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+          }
+        });
+        char task[96];
+        std::snprintf(task, sizeof task, "GEMM fp16->fp32 %lld x %lld x %lld (tiles of %lld)", (long long)nq,
+                      (long long)n, (long long)dim, (long long)tile);
+        report(task, "ceiling", t, 2.0 * nq * n * dim / t.median_ms / 1e9, "TFLOP/s");
+        CHECK_CUDA(cudaFree(yh));
+        CHECK_CUDA(cudaFree(xh));
       }
       const int64_t s = 8192;
       float* big = nullptr;
@@ -327,6 +355,85 @@ int main(int argc, char** argv) {
       std::printf("\n  device pool: %.1f MiB cached, %lld cudaMalloc calls in all\n", stats.cached_bytes / 1048576.0,
                   (long long)stats.device_allocations);
     }
+    // ---- compute modes (gpu.h's ComputeMode): time host to host and device resident, recall@k of
+    // each mode's ids against the fp32 result ----
+    if (section("modes")) {
+      auto matrix = gpu::make_matrix(*resources, dim);
+      {
+        float* base = nullptr;
+        CHECK_CUDA(cudaMalloc(&base, n * dim * sizeof(float)));
+        uniform(base, n * dim, 6);
+        gpu::matrix_append(*resources, *matrix, n, base);
+        CHECK_CUDA(cudaFree(base));
+      }
+      float* dq = nullptr;
+      CHECK_CUDA(cudaMalloc(&dq, nq * dim * sizeof(float)));
+      uniform(dq, nq * dim, 7);
+      std::vector<float> hq(size_t(nq * dim));
+      CHECK_CUDA(cudaMemcpy(hq.data(), dq, nq * dim * sizeof(float), cudaMemcpyDeviceToHost));
+      const gpu::ComputeMode modes[] = {gpu::ComputeMode::fp32, gpu::ComputeMode::tf32, gpu::ComputeMode::fp16,
+                                        gpu::ComputeMode::bf16};
+      const char* names[] = {"fp32", "tf32", "fp16", "bf16"};
+      for (int64_t k : {int64_t(10), int64_t(100)}) {
+        std::vector<float> hd(size_t(nq * k));
+        std::vector<int64_t> hi(size_t(nq * k)), reference;
+        float* dd = nullptr;
+        int64_t* di = nullptr;
+        CHECK_CUDA(cudaMalloc(&dd, nq * k * sizeof(float)));
+        CHECK_CUDA(cudaMalloc(&di, nq * k * sizeof(int64_t)));
+        char task[96];
+        std::snprintf(task, sizeof task, "exact %lldx%lld, %lld queries, k=%lld", (long long)n, (long long)dim,
+                      (long long)nq, (long long)k);
+        for (int m = 0; m < 4; ++m) {
+          auto search = [&](const float* queries, float* distances, int64_t* ids) {
+            gpu::knn(*resources, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, queries,
+                     nq, k, distances, ids, {}, modes[m]);
+          };
+          const Timing th = time_it(runs, [&] { search(hq.data(), hd.data(), hi.data()); });
+          if (m == 0) reference = hi;
+          int64_t same = 0;
+          for (int64_t q = 0; q < nq; ++q) {
+            std::vector<int64_t> a(reference.begin() + q * k, reference.begin() + (q + 1) * k);
+            std::sort(a.begin(), a.end());
+            for (int64_t i = 0; i < k; ++i) same += std::binary_search(a.begin(), a.end(), hi[q * k + i]) ? 1 : 0;
+          }
+          char mode[32], note[64];
+          std::snprintf(note, sizeof note, "recall@%lld vs fp32 %.5f", (long long)k, double(same) / double(nq * k));
+          std::snprintf(mode, sizeof mode, "h2h,%s", names[m]);
+          report(task, mode, th, nq / th.median_ms * 1e3, "QPS", note);
+          const Timing td = time_it(runs, [&] { search(dq, dd, di); });
+          std::snprintf(mode, sizeof mode, "dev,%s", names[m]);
+          report(task, mode, td, nq / td.median_ms * 1e3, "QPS");
+        }
+        cudaFree(dd);
+        cudaFree(di);
+      }
+      // The fast modes move 8 bytes of distance tile per GEMM entry through device memory; smaller
+      // tiles (ResourcesOptions::tile_bytes) may stay in the 60 MB L2 between GEMM and selection.
+      for (int64_t tile_mib : {int64_t(16), int64_t(32), int64_t(64), int64_t(256)}) {
+        gpu::ResourcesOptions options;
+        options.tile_bytes = tile_mib << 20;
+        auto other = gpu::make_resources(options);
+        const int64_t k = 10;
+        float* dd = nullptr;
+        int64_t* di = nullptr;
+        CHECK_CUDA(cudaMalloc(&dd, nq * k * sizeof(float)));
+        CHECK_CUDA(cudaMalloc(&di, nq * k * sizeof(int64_t)));
+        const Timing t = time_it(runs, [&] {
+          gpu::knn(*other, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, dq, nq, k, dd,
+                   di, {}, gpu::ComputeMode::fp16);
+        });
+        char task[96], mode[32];
+        std::snprintf(task, sizeof task, "exact %lldx%lld, %lld queries, k=%lld", (long long)n, (long long)dim,
+                      (long long)nq, (long long)k);
+        std::snprintf(mode, sizeof mode, "dev,fp16,tile %lldM", (long long)tile_mib);
+        report(task, mode, t, nq / t.median_ms * 1e3, "QPS");
+        cudaFree(dd);
+        cudaFree(di);
+      }
+      CHECK_CUDA(cudaFree(dq));
+    }
+
     // ---- other BENCHMARKS.md shapes, k = 10, host to host: fashion-mnist's (60 000 x 784, random
     // data: the dataset is not on the device machine) and 10M x 96 ----
     if (section("shapes") && !quick) {
@@ -399,8 +506,9 @@ int main(int argc, char** argv) {
     for (const Row& r : rows)
       std::fprintf(f,
                    "{\"task\": \"%s\", \"mode\": \"%s\", \"median_ms\": %.4f, \"rate\": %.3f, \"unit\": \"%s\", "
-                   "\"device\": \"%s\", \"runs\": %d, \"impl\": \"quiver\"}\n",
-                   r.task.c_str(), r.mode.c_str(), r.ms, r.rate, r.unit.c_str(), device_name.c_str(), runs);
+                   "\"device\": \"%s\", \"runs\": %d, \"impl\": \"quiver\", \"note\": \"%s\"}\n",
+                   r.task.c_str(), r.mode.c_str(), r.ms, r.rate, r.unit.c_str(), device_name.c_str(), runs,
+                   r.note.c_str());
     std::fclose(f);
   }
   return 0;

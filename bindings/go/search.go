@@ -20,6 +20,9 @@ type SearchParams struct {
 	NProbe int
 	// SearchWidth is the candidate pool size of a graph index; 0 (default) is the index's own.
 	SearchWidth int
+	// ComputeMode is the arithmetic of an exact search on a CUDA device; ComputeFP32 (the zero
+	// value) is the default.
+	ComputeMode ComputeMode
 }
 
 // Neighbors are the k nearest neighbours of nq queries.
@@ -197,6 +200,7 @@ func (p *SearchParams) c() (cParams, error) {
 	}
 	params.nprobe = nprobe
 	params.search_width = width
+	params.compute_mode = C.qv_compute_mode_t(p.ComputeMode)
 	out := cParams{params: params}
 	if p.Filter == nil {
 		if p.FilterBits != 0 {

@@ -101,6 +101,7 @@ func TestSearchErrors(t *testing.T) {
 		{FilterBits: 8},
 		{Filter: []byte{1}, FilterBits: 9},
 		{Filter: []byte{1}, FilterBits: -1},
+		{ComputeMode: 9},
 	} {
 		_, err := ix.Search(q, 1, &p)
 		wantError(t, err, ErrInvalidArgument)
@@ -120,7 +121,9 @@ func TestSearchParamsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []*SearchParams{{}, {NProbe: 3, SearchWidth: 64}} {
+	// Every compute mode re-ranks exactly (the CPU computes exactly in all of them).
+	for _, p := range []*SearchParams{{}, {NProbe: 3, SearchWidth: 64}, {ComputeMode: ComputeTF32},
+		{ComputeMode: ComputeFP16}, {ComputeMode: ComputeBF16}} {
 		got, err := ix.Search(q, 4, p)
 		if err != nil {
 			t.Fatal(err)

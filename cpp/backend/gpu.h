@@ -16,6 +16,7 @@
 #include <string>
 
 #include "cpp/cluster/kmeans.h"
+#include "cpp/core/compute_mode.h"
 #include "cpp/core/metric.h"
 
 namespace quiver::gpu {
@@ -117,8 +118,35 @@ struct RowFilter {
   int64_t nbits = 0;
 };
 
+// How knn computes distances.
+//   fp32  the default: SGEMM in float32; results as described under knn.
+//   tf32  cuBLAS on the float32 data with TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32: inputs
+//         rounded to 10-bit mantissas, float32 accumulation).
+//   fp16  base and queries converted to IEEE half for each call (also a device-resident base or a
+//         DeviceMatrix's rows: 2 bytes a value of pooled device memory; about 0.2 ms for 1M x 128
+//         on an H200), products on the tensor cores with float32 accumulation. Half holds magnitudes
+//         up to 65504: a finite base or query value that rounds beyond it makes knn throw
+//         invalid_argument, naming the array (nothing is scaled; bf16 and tf32 take such data).
+//         Magnitudes below about 6e-5 lose precision (subnormals), which the re-ranking below
+//         absorbs unless most of the data is that small. Integers up to 2048 in magnitude (raw
+//         pixels 0..255) are exact.
+//   bf16  as fp16 with bfloat16: the float32 range, 8-bit mantissas; never refused.
+// The fast modes (tf32, fp16, bf16) select an enlarged candidate set per query,
+// knn_candidate_count(k) rows, by the approximate distances, then re-rank the candidates exactly:
+// float32 distances computed directly ((x - y)^2 sums or dot products, not the GEMM form), closest
+// first, ties to the smaller row. Their distances are therefore the exact float32 ones (L2 is not
+// clamped, as it needs no clamping), and a true neighbour is missed only where its approximate rank
+// falls beyond the candidate set (recall@k against fp32: bench/gpu/NOTES.md).
+using ComputeMode = quiver::ComputeMode;  // cpp/core/compute_mode.h
+
+// The candidates a fast mode re-ranks for k: the k-selection's queue size (a power of two from 32
+// to 2048) that holds max(2k, k + 16), at most 2048; so k above 1024 gets fewer than 2k and
+// k = 2048 none extra (its recall may then fall below the fp32 result's). Throws invalid_argument
+// for k outside 1 .. 2048.
+int64_t knn_candidate_count(int64_t k);
+
 // Exact k nearest neighbours of nq queries among n base rows (dim floats each), by GEMM on cuBLAS
-// (FP32) and a fused k-selection.
+// (FP32, or a fast mode: see ComputeMode) and a fused k-selection.
 //
 // metric      L2 (squared distances, smaller is closer), inner product or cosine (larger is closer;
 //             for cosine the caller passes normalised base rows and queries).
@@ -135,9 +163,11 @@ struct RowFilter {
 // n must be below 2^31 - 1 (rows are numbered in 32 bits on the device); larger is unsupported.
 // L2 distances are ||x||^2 + ||y||^2 - 2<x, y> in float, clamped at 0, so near-ties may swap within
 // rounding. Non-finite inputs give unspecified results (NaN distances are never returned).
+// mode        fp32 by default; invalid_argument for a value outside ComputeMode, and for fp16 when a
+//             base or query value lies beyond half's range.
 void knn(Resources& resources, Metric metric, const float* base, const float* base_norms, int64_t n,
          int64_t dim, const float* queries, int64_t nq, int64_t k, float* distances, int64_t* ids,
-         const RowFilter& filter = RowFilter{});
+         const RowFilter& filter = RowFilter{}, ComputeMode mode = ComputeMode::fp32);
 
 // ---- k-means --------------------------------------------------------------------------------------
 

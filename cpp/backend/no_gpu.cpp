@@ -54,8 +54,10 @@ const float* matrix_norms(const DeviceMatrix&) { no_cuda("GPU vector storage"); 
 
 int64_t matrix_device_bytes(const DeviceMatrix&) { no_cuda("GPU vector storage"); }
 
+int64_t knn_candidate_count(int64_t) { no_cuda("GPU exact search"); }
+
 void knn(Resources&, Metric, const float*, const float*, int64_t, int64_t, const float*, int64_t, int64_t,
-         float*, int64_t*, const RowFilter&) {
+         float*, int64_t*, const RowFilter&, ComputeMode) {
   no_cuda("GPU exact search");
 }
 

@@ -15,7 +15,7 @@ namespace quiver {
 
 void knn_arrays(Context& context, Metric metric, int64_t dim, int64_t n, const float* base,
                 int64_t nq, const float* queries, int64_t k, const IdFilter& filter,
-                float* distances, int64_t* ids) {
+                ComputeMode mode, float* distances, int64_t* ids) {
   require(is_valid_metric(static_cast<int32_t>(metric)), "metric: ", static_cast<int32_t>(metric),
           " is not QV_METRIC_L2, QV_METRIC_INNER_PRODUCT or QV_METRIC_COSINE");
   require(dim >= 1 && dim <= kMaxDim, "dim = ", dim, " is outside 1 .. ", kMaxDim);
@@ -28,7 +28,7 @@ void knn_arrays(Context& context, Metric metric, int64_t dim, int64_t n, const f
   const Input queries_in = prepare_input(context, "queries", queries, nq, dim, metric, gpu);
   if (gpu) {
     gpu::knn(context.gpu(), metric, base_in.data, nullptr, n, dim, queries_in.data, nq, k, distances, ids,
-             gpu::RowFilter{filter.bits, filter.nbits});
+             gpu::RowFilter{filter.bits, filter.nbits}, mode);
     return;
   }
   Database db;

@@ -43,14 +43,14 @@ void GpuFlatIndex::do_search(int64_t nq, const float* queries, int64_t k,
   }
   if (ids_.is_identity()) {
     gpu::knn(resources, metric(), gpu::matrix_data(*matrix_), gpu::matrix_norms(*matrix_), count(), dim(),
-             queries, nq, k, distances, ids, rows);
+             queries, nq, k, distances, ids, rows, options.compute_mode);
     return;
   }
   // Row numbers come back on the host, become ids, and go where the caller wants them.
   std::vector<float> found_distances(static_cast<size_t>(nq * k));
   std::vector<int64_t> found_rows(static_cast<size_t>(nq * k));
   gpu::knn(resources, metric(), gpu::matrix_data(*matrix_), gpu::matrix_norms(*matrix_), count(), dim(),
-           queries, nq, k, found_distances.data(), found_rows.data(), rows);
+           queries, nq, k, found_distances.data(), found_rows.data(), rows, options.compute_mode);
   for (int64_t& r : found_rows)
     if (r >= 0) r = ids_.ids()[r];
   const int64_t distance_bytes = nq * k * static_cast<int64_t>(sizeof(float));

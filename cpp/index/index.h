@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cpp/core/compute_mode.h"
 #include "cpp/core/context.h"
 #include "cpp/core/metric.h"
 #include "cpp/exact/range.h"
@@ -22,6 +23,7 @@ struct SearchOptions {
   IdFilter filter;
   uint32_t nprobe = 0;
   uint32_t search_width = 0;
+  ComputeMode compute_mode = ComputeMode::fp32;
 };
 
 struct MemoryUse {

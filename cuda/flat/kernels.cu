@@ -43,7 +43,7 @@ __global__ void finalize_kernel(const float* keys, const int32_t* rows_in, int64
       ids[i] = -1;
     } else {
       const float key = keys[i];
-      distances[i] = l2 ? fmaxf(key + query_norms[i / k], 0.f) : -key;
+      distances[i] = l2 ? fmaxf(query_norms != nullptr ? key + query_norms[i / k] : key, 0.f) : -key;
       ids[i] = row;
     }
   }

@@ -13,7 +13,8 @@ void launch_row_norms(const float* x, int64_t n, int64_t dim, float* out, cudaSt
 // Turns rows x k selection results (keys in the GEMM's order: ||y||^2 - 2<x,y> for L2, -<x,y> for
 // similarities; ids as 32-bit rows with the sentinel for "none") into distances and 64-bit ids:
 // L2 adds the query norm and clamps at 0, similarities change sign, the sentinel becomes -1 with
-// +inf / -inf. Output rows have stride k.
+// +inf / -inf. Output rows have stride k. query_norms == nullptr with l2: the keys are already
+// whole distances (the fast modes' re-rank).
 void launch_finalize(const float* keys, const int32_t* rows_in, int64_t rows, int64_t k,
                      const float* query_norms, bool l2, float* distances, int64_t* ids,
                      cudaStream_t stream);

@@ -10,6 +10,11 @@
 // since each continues from the previous one), then a finalize kernel that adds ||x||^2, turns keys
 // into distances and rows into 64-bit ids. Results meant for host memory go back on the copy stream
 // while the next query tile computes.
+//
+// The fast modes (gpu.h's ComputeMode) run the same loop with another GEMM (TF32 on the floats, or
+// FP16 / BF16 on half copies made at the start) and a larger k, knn_candidate_count(k); then, per
+// query tile, the candidates' exact float32 distances (compute_modes.h's re-rank), a selection of
+// the k best of them, and the finalize.
 #include <algorithm>
 #include <limits>
 #include <vector>
@@ -18,6 +23,7 @@
 #include "cpp/core/error.h"
 #include "cuda/core/error.h"
 #include "cuda/core/resources.h"
+#include "cuda/flat/compute_modes.h"
 #include "cuda/flat/kernels.h"
 #include "cuda/select/select.h"
 
@@ -68,7 +74,7 @@ TilePlan plan_tiles(int64_t tile_floats, int64_t nq, int64_t n, int64_t k) {
 
 void knn(Resources& resources, Metric metric, const float* base, const float* base_norms, int64_t n,
          int64_t dim, const float* queries, int64_t nq, int64_t k, float* distances, int64_t* ids,
-         const RowFilter& filter) {
+         const RowFilter& filter, ComputeMode mode) {
   require(is_valid_metric(static_cast<int32_t>(metric)), "metric: ", static_cast<int32_t>(metric),
           " is not L2, inner product or cosine");
   require(dim >= 1, "dim = ", dim, " is not positive");
@@ -79,6 +85,9 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
   require(nq == 0 || (queries != nullptr && distances != nullptr && ids != nullptr),
           "queries, distances and ids must not be null");
   require(filter.nbits >= 0, "filter nbits = ", filter.nbits, " is negative");
+  require(mode == ComputeMode::fp32 || mode == ComputeMode::tf32 || mode == ComputeMode::fp16 ||
+              mode == ComputeMode::bf16,
+          "mode: ", static_cast<int32_t>(mode), " is not fp32, tf32, fp16 or bf16");
   if (n > kMaxRows) fail(Status::unsupported, "the GPU exact search takes at most ", kMaxRows, " rows (n = ", n, ")");
   if (nq == 0) return;
 
@@ -88,6 +97,10 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
   HostStaging& staging = resources.staging();
   cudaStream_t s0 = resources.stream(0);
   const bool l2 = metric == Metric::l2;
+  const bool fast = mode != ComputeMode::fp32;
+  const bool half = mode == ComputeMode::fp16 || mode == ComputeMode::bf16;
+  // The selection keeps kc per query: k, or the candidates that the fast modes re-rank.
+  const int64_t kc = fast ? knn_candidate_count(k) : k;
   const bool outputs_on_device = memory_kind(distances, device) == MemoryKind::device &&
                                  memory_kind(ids, device) == MemoryKind::device;
 
@@ -140,27 +153,65 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
     x = query_copy.get();
   }
   PoolBuffer<float> query_norms;
-  if (l2) {
+  if (l2 && !fast) {  // the re-rank computes whole distances
     query_norms = PoolBuffer<float>(pool, nq);
     launch_row_norms(x, nq, dim, query_norms.get(), s0);
   }
+  // The GEMM's operands: the floats, or their half copies (rows padded to half_row_stride).
+  const void* gemm_y = y;
+  const void* gemm_x = x;
+  int64_t depth = dim;
+  PoolBuffer<uint16_t> base_half, query_half;
+  if (half) {
+    depth = half_row_stride(dim);
+    base_half = PoolBuffer<uint16_t>(pool, n * depth);
+    query_half = PoolBuffer<uint16_t>(pool, nq * depth);
+    PoolBuffer<int> overflow(pool, 2);  // base, queries
+    QV_CUDA_CHECK(cudaMemsetAsync(overflow.get(), 0, 2 * sizeof(int), s0));
+    launch_to_half(y, n, dim, mode, base_half.get(), overflow.get(), s0);
+    launch_to_half(x, nq, dim, mode, query_half.get(), overflow.get() + 1, s0);
+    if (mode == ComputeMode::fp16) {
+      int flags[2] = {0, 0};
+      QV_CUDA_CHECK(cudaMemcpyAsync(flags, overflow.get(), sizeof flags, cudaMemcpyDeviceToHost, s0));
+      QV_CUDA_CHECK(cudaStreamSynchronize(s0));
+      if (flags[0] != 0 || flags[1] != 0)
+        fail(Status::invalid_argument, "mode fp16: ", flags[0] != 0 ? "base" : "query",
+             " values beyond the half-precision range (magnitude above 65504); use bf16, tf32 or fp32");
+    }
+    gemm_y = base_half.get();
+    gemm_x = query_half.get();
+  }
 
   // ---- buffers of the search ----
-  const TilePlan plan = plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, k);
+  const TilePlan plan = plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, kc);
   const int64_t column_tiles = (n + plan.columns - 1) / plan.columns;
   const int64_t last_columns = n - (column_tiles - 1) * plan.columns;
   const int64_t last_query_rows = nq - (nq - 1) / plan.query_rows * plan.query_rows;
   int64_t workspace_bytes = 0;
-  for (int64_t rows : {plan.query_rows, last_query_rows})
+  int64_t rerank_workspace_bytes = 0;
+  for (int64_t rows : {plan.query_rows, last_query_rows}) {
     for (int64_t cols : {plan.columns, last_columns})
-      workspace_bytes = std::max(workspace_bytes, select_workspace_bytes<int32_t>(resources.limits(), rows, cols, k));
+      workspace_bytes = std::max(workspace_bytes, select_workspace_bytes<int32_t>(resources.limits(), rows, cols, kc));
+    if (fast)
+      rerank_workspace_bytes =
+          std::max(rerank_workspace_bytes, select_workspace_bytes<int32_t>(resources.limits(), rows, kc, k));
+  }
   PoolBuffer<float> tiles[2];
   const int64_t tile_entries = plan.query_rows * round_up(plan.columns, 4);
   tiles[0] = PoolBuffer<float>(pool, tile_entries);
   tiles[1] = PoolBuffer<float>(pool, tile_entries);
   PoolBuffer<char> workspace(pool, workspace_bytes);
-  PoolBuffer<float> best_keys(pool, nq * k);  // the running k best of each query
-  PoolBuffer<int32_t> best_rows(pool, nq * k);
+  PoolBuffer<float> best_keys(pool, nq * kc);  // the running kc best of each query
+  PoolBuffer<int32_t> best_rows(pool, nq * kc);
+  PoolBuffer<float> rerank_keys, final_keys;  // fast modes: exact keys of the candidates, the k best
+  PoolBuffer<int32_t> final_rows;
+  PoolBuffer<char> rerank_workspace;
+  if (fast) {
+    rerank_keys = PoolBuffer<float>(pool, nq * kc);
+    final_keys = PoolBuffer<float>(pool, nq * k);
+    final_rows = PoolBuffer<int32_t>(pool, nq * k);
+    rerank_workspace = PoolBuffer<char>(pool, rerank_workspace_bytes);
+  }
   PoolBuffer<float> out_distances;
   PoolBuffer<int64_t> out_ids;
   float* result_d = distances;
@@ -177,7 +228,7 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
   QV_CUDA_CHECK(cudaStreamWaitEvent(resources.stream(1), resources.event(kInputsEvent), 0));
 
   const float alpha = l2 ? -2.f : -1.f;
-  const float beta = 0.f;
+  const size_t gemm_value_bytes = half ? sizeof(uint16_t) : sizeof(float);
   cudaStream_t copy_stream = resources.stream(Resources::kCopyStream);
   // Results of query tile t go to the host while tile t + 1 computes.
   auto download = [&](int64_t q0, int64_t rows, int tile_parity) {
@@ -202,10 +253,9 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
       stream = resources.stream(slot);
       float* tile = tiles[slot].get();
       // The tile buffer is free: the selection that last read it ran on this same stream.
-      QV_CUBLAS_CHECK(cublasSgemm(resources.blas(slot), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(cols),
-                                  static_cast<int>(rows), static_cast<int>(dim), &alpha, y + c0 * dim,
-                                  static_cast<int>(dim), x + q0 * dim, static_cast<int>(dim), &beta, tile,
-                                  static_cast<int>(ld)));
+      distance_gemm(resources.blas(slot), mode, cols, rows, depth, alpha,
+                    static_cast<const char*>(gemm_y) + size_t(c0 * depth) * gemm_value_bytes, depth,
+                    static_cast<const char*>(gemm_x) + size_t(q0 * depth) * gemm_value_bytes, depth, tile, ld);
       // Selections run in order: each continues from the previous one's results (and they share
       // the workspace).
       if (step > 0) QV_CUDA_CHECK(cudaStreamWaitEvent(stream, resources.event(kChainEvent), 0));
@@ -214,21 +264,40 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
       request.ld = ld;
       request.rows = rows;
       request.cols = cols;
-      request.k = k;
+      request.k = kc;
       request.column_bias = l2 ? y_norms + c0 : nullptr;
       request.id_base = c0;
-      request.prev_keys = c > 0 ? best_keys.get() + q0 * k : nullptr;
-      request.prev_ids = c > 0 ? best_rows.get() + q0 * k : nullptr;
+      request.prev_keys = c > 0 ? best_keys.get() + q0 * kc : nullptr;
+      request.prev_ids = c > 0 ? best_rows.get() + q0 * kc : nullptr;
       request.filter = filter.bits != nullptr ? filter_copy.get() : nullptr;
       request.filter_bits = filter.nbits;
-      request.out_keys = best_keys.get() + q0 * k;
-      request.out_ids = best_rows.get() + q0 * k;
+      request.out_keys = best_keys.get() + q0 * kc;
+      request.out_ids = best_rows.get() + q0 * kc;
       request.keep_missing_as_sentinel = true;
       select_rows(request, resources.limits(), workspace.get(), stream);
       QV_CUDA_CHECK(cudaEventRecord(resources.event(kChainEvent), stream));
     }
-    launch_finalize(best_keys.get() + q0 * k, best_rows.get() + q0 * k, rows, k,
-                    l2 ? query_norms.get() + q0 : nullptr, l2, result_d + q0 * k, result_i + q0 * k, stream);
+    if (!fast) {
+      launch_finalize(best_keys.get() + q0 * k, best_rows.get() + q0 * k, rows, k,
+                      l2 ? query_norms.get() + q0 : nullptr, l2, result_d + q0 * k, result_i + q0 * k, stream);
+    } else {
+      // The candidates' exact distances, the k best of them (ties to the smaller row), the finalize.
+      launch_rerank(y, x + q0 * dim, dim, best_rows.get() + q0 * kc, rows, kc, l2, rerank_keys.get() + q0 * kc,
+                    stream);
+      SelectRequest<int32_t> rerank;
+      rerank.keys = rerank_keys.get() + q0 * kc;
+      rerank.ld = kc;
+      rerank.rows = rows;
+      rerank.cols = kc;
+      rerank.k = k;
+      rerank.ids = best_rows.get() + q0 * kc;
+      rerank.out_keys = final_keys.get() + q0 * k;
+      rerank.out_ids = final_rows.get() + q0 * k;
+      rerank.keep_missing_as_sentinel = true;
+      select_rows(rerank, resources.limits(), rerank_workspace.get(), stream);
+      launch_finalize(final_keys.get() + q0 * k, final_rows.get() + q0 * k, rows, k, nullptr, l2,
+                      result_d + q0 * k, result_i + q0 * k, stream);
+    }
     QV_CUDA_CHECK(cudaEventRecord(resources.event(kChainEvent), stream));
     if (!outputs_on_device) {
       QV_CUDA_CHECK(cudaEventRecord(resources.event(kTileDoneEvent + int(t & 1)), stream));

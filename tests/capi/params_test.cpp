@@ -17,6 +17,29 @@ TEST(CapiParams, SearchParamsInitDefaults) {
   EXPECT_EQ(p.filter_bits, 0);
   EXPECT_EQ(p.nprobe, 0u);
   EXPECT_EQ(p.search_width, 0u);
+  EXPECT_EQ(p.compute_mode, QV_COMPUTE_FP32);
+}
+
+TEST(CapiParams, ComputeModesAreCheckedAndExactOnTheCpu) {
+  Context ctx = MakeCpuContext();
+  const int64_t n = 200, dim = 12;
+  const auto x = RandomVectors(n, dim, 31);
+  Index idx = MakeIndex(ctx.get(), dim, QV_METRIC_L2);
+  QV_ASSERT_OK(qv_index_add(idx.get(), n, x.data(), nullptr));
+  qv_search_params_t p;
+  qv_search_params_init(&p);
+  std::vector<float> d(3 * 5), d_mode(3 * 5);
+  std::vector<int64_t> ids(3 * 5), ids_mode(3 * 5);
+  QV_ASSERT_OK(qv_index_search(idx.get(), 3, x.data(), 5, &p, d.data(), ids.data()));
+  for (qv_compute_mode_t mode : {QV_COMPUTE_TF32, QV_COMPUTE_FP16, QV_COMPUTE_BF16}) {
+    p.compute_mode = mode;
+    QV_ASSERT_OK(qv_index_search(idx.get(), 3, x.data(), 5, &p, d_mode.data(), ids_mode.data()));
+    EXPECT_EQ(ids_mode, ids);
+    EXPECT_EQ(d_mode, d);
+  }
+  p.compute_mode = 4;
+  EXPECT_EQ(qv_index_search(idx.get(), 3, x.data(), 5, &p, d.data(), ids.data()), QV_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(qv_last_error_message()).find("compute_mode"), std::string::npos);
 }
 
 TEST(CapiParams, KmeansParamsInitDefaults) {

@@ -1,6 +1,7 @@
 // "Flat", qv_knn and qv_kmeans on a CUDA context, through the C API: the same answers as on a CPU
 // context, for host and device pointers, custom ids, filters, removal, and saves that move an index
 // between devices.
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -172,6 +173,32 @@ TEST(GpuFlatCapi, KnnAndKmeansOnTheGpu) {
       << qv_last_error_message();
   ASSERT_EQ(qv_kmeans(c.cpu, dim, n, x.data(), 32, nullptr, cpu_centroids.data(), nullptr, &cpu_objective), QV_OK);
   EXPECT_NEAR(gpu_objective, cpu_objective, 0.01 * cpu_objective);
+}
+
+TEST(GpuFlatCapi, FastComputeModesKeepTheTopK) {
+  QV_REQUIRE_GPU();
+  Contexts c;
+  const int64_t n = 20000, dim = 96, nq = 200;
+  const uint32_t k = 10;
+  auto x = uniform_vectors(n, dim, 9, 127.0f);
+  auto q = uniform_vectors(nq, dim, 10, 127.0f);
+  // Integer pixels, as in image data sets.
+  for (auto& v : x) v = std::floor(v + 128.0f);
+  for (auto& v : q) v = std::floor(v + 128.0f);
+  qv_index_t* index = make_index(c.cuda, dim, QV_METRIC_L2, x, nullptr);
+  const Result exact = search(index, q, dim, k);
+  for (qv_compute_mode_t mode : {QV_COMPUTE_TF32, QV_COMPUTE_FP16, QV_COMPUTE_BF16}) {
+    qv_search_params_t params;
+    qv_search_params_init(&params);
+    params.compute_mode = mode;
+    const Result fast = search(index, q, dim, k, &params);
+    int64_t same = 0;
+    for (int64_t i = 0; i < nq; ++i)
+      for (uint32_t a = 0; a < k; ++a)
+        for (uint32_t b = 0; b < k; ++b) same += fast.ids[i * k + a] == exact.ids[i * k + b];
+    EXPECT_GE(same, static_cast<int64_t>(0.999 * nq * k)) << "mode " << mode;
+  }
+  qv_index_free(index);
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ constexpr double kLatencyBudgetS = 10.0;      // ...or this long, once kProtocol
 struct Setup {
   std::string dataset, descriptor, device, gpu;
   qv_metric_t metric;
+  std::string mode;  // the GPU's GEMM arithmetic (--mode)
   int64_t n, d, nq, k;
   int threads, repeats;
   double build_s;
@@ -95,6 +96,7 @@ class Bench {
     qv_search_params_t p;
     check(qv_search_params_init(&p), "qv_search_params_init");
     p.nprobe = uint32_t(nprobe);
+    p.compute_mode = parse_compute_mode(s_.mode);
     return p;
   }
 
@@ -132,6 +134,7 @@ std::string utc_now() {
 std::string json_line(const Setup &s, const Row &r, const std::string &command) {
   JsonObject params;
   if (r.nprobe) params.add("nprobe", r.nprobe);
+  if (s.mode != "fp32") params.add("compute_mode", s.mode);
   JsonObject machine;
   machine.add("cpu", cpu_model()).add("cores", cpu_cores()).add("load1", load_average());
   if (!s.gpu.empty()) machine.add("gpu", s.gpu);
@@ -148,7 +151,8 @@ std::string json_line(const Setup &s, const Row &r, const std::string &command) 
 }
 
 void print_row(const Setup &s, const Row &r) {
-  const std::string params = r.nprobe ? "nprobe=" + std::to_string(r.nprobe) : "-";
+  std::string params = r.nprobe ? "nprobe=" + std::to_string(r.nprobe) : "-";
+  if (s.mode != "fp32") params = (params == "-" ? "" : params + ",") + s.mode;
   // recall@10 as the protocol defines it; recall@k when k < 10 (the header says which).
   char recall[16];
   std::snprintf(recall, sizeof recall, "%.4f", std::isnan(r.recall10) ? r.recall_k : r.recall10);
@@ -173,6 +177,7 @@ int run_bench(int argc, char **argv) {
              {"device", "KIND", "auto | cpu | cuda (default auto)"},
              {"repeats", "R", "timed runs per measurement (default 5, the protocol's minimum)"},
              {"nprobe", "LIST", "comma-separated nprobe sweep, e.g. 1,2,4,8 (IVF indexes)"},
+             {"mode", "MODE", "GPU exact-search arithmetic: fp32 (default) | tf32 | fp16 | bf16"},
              {"latency", "", "also time batches of 1 and 100 queries"},
              {"json", "FILE", "append one JSON object per measurement to FILE"}});
   if (!o.parse(argc, argv, 2)) return 0;
@@ -184,6 +189,8 @@ int run_bench(int argc, char **argv) {
   s.dataset = src.name();
   s.descriptor = o.get_or("index", "Flat");
   s.metric = parse_metric(o.get_or("metric", "l2"));
+  s.mode = o.get_or("mode", "fp32");
+  parse_compute_mode(s.mode);  // a bad value fails before any work
   s.k = o.get_int("k", 10, 1, QV_MAX_K);
   const int64_t max_nq = o.get_int("nq", kAllRows, 1, kAllRows);
   s.repeats = int(o.get_int("repeats", kProtocolRepeats, 1, 1000));

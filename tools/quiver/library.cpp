@@ -36,6 +36,14 @@ qv_device_kind_t parse_device(const std::string &text) {
   throw UsageError("--device: '" + text + "' is not one of auto, cpu, cuda");
 }
 
+qv_compute_mode_t parse_compute_mode(const std::string &text) {
+  if (text == "fp32") return QV_COMPUTE_FP32;
+  if (text == "tf32") return QV_COMPUTE_TF32;
+  if (text == "fp16") return QV_COMPUTE_FP16;
+  if (text == "bf16") return QV_COMPUTE_BF16;
+  throw UsageError("--mode: '" + text + "' is not one of fp32, tf32, fp16, bf16");
+}
+
 Context::Context(qv_device_kind_t device, int threads) {
   qv_context_options_t opts;
   check(qv_context_options_init(&opts), "qv_context_options_init");

@@ -14,6 +14,7 @@ void check(qv_status_t status, const std::string &what);
 qv_metric_t parse_metric(const std::string &text);   // l2 | ip | cosine; UsageError otherwise
 const char *metric_name(qv_metric_t metric);
 qv_device_kind_t parse_device(const std::string &text);  // auto | cpu | cuda
+qv_compute_mode_t parse_compute_mode(const std::string &text);  // fp32 | tf32 | fp16 | bf16
 
 class Context {
  public:

@@ -52,6 +52,17 @@ pub const QV_ERR_INTERNAL: qv_status_t = 11;
 // ------------------------------------------------------------------------------------------------
 // Enumerations
 
+/// `qv_compute_mode_t`: one of the `QV_COMPUTE_*` codes.
+pub type qv_compute_mode_t = i32;
+/// float32 GEMM (default).
+pub const QV_COMPUTE_FP32: qv_compute_mode_t = 0;
+/// TF32 tensor cores on the float32 data (CUDA), then exact re-ranking.
+pub const QV_COMPUTE_TF32: qv_compute_mode_t = 1;
+/// float16 copies of the vectors (CUDA), then exact re-ranking.
+pub const QV_COMPUTE_FP16: qv_compute_mode_t = 2;
+/// bfloat16 copies of the vectors (CUDA), then exact re-ranking.
+pub const QV_COMPUTE_BF16: qv_compute_mode_t = 3;
+
 /// `qv_metric_t`: one of the `QV_METRIC_*` codes.
 pub type qv_metric_t = i32;
 /// Squared Euclidean distance; smaller is closer. Distances and radii are squared.
@@ -134,6 +145,8 @@ pub struct qv_search_params_t {
     pub nprobe: u32,
     /// Graph indexes: candidate pool size; 0 = the index's default.
     pub search_width: u32,
+    /// Exact search on a CUDA device: the GEMM's arithmetic; default `QV_COMPUTE_FP32`.
+    pub compute_mode: qv_compute_mode_t,
 }
 
 /// `qv_index_info_t`.

@@ -34,7 +34,7 @@ macro_rules! describe {
 fn layouts() -> (Vec<String>, Vec<String>) {
     describe!(
         qv_context_options_t { struct_size, device, device_id, cpu_threads }
-        qv_search_params_t { struct_size, filter, filter_bits, nprobe, search_width }
+        qv_search_params_t { struct_size, filter, filter_bits, nprobe, search_width, compute_mode }
         qv_index_info_t {
             struct_size, dim, metric, is_trained, count, device, device_id, host_bytes,
             device_bytes, descriptor
@@ -45,6 +45,7 @@ fn layouts() -> (Vec<String>, Vec<String>) {
         QV_ERR_CUDA, QV_ERR_NO_DEVICE, QV_ERR_NOT_TRAINED, QV_ERR_UNSUPPORTED, QV_ERR_IO,
         QV_ERR_CORRUPT_DATA, QV_ERR_VERSION_MISMATCH, QV_ERR_INTERNAL,
         QV_METRIC_L2, QV_METRIC_INNER_PRODUCT, QV_METRIC_COSINE,
+        QV_COMPUTE_FP32, QV_COMPUTE_TF32, QV_COMPUTE_FP16, QV_COMPUTE_BF16,
         QV_DEVICE_AUTO, QV_DEVICE_CPU, QV_DEVICE_CUDA, QV_MAX_K,
         QV_VERSION_MAJOR, QV_VERSION_MINOR, QV_VERSION_PATCH, QV_VERSION_NUMBER, QV_ABI_VERSION
     )
@@ -100,7 +101,7 @@ fn structs_and_constants_match_the_c_header() {
 fn struct_sizes_on_64_bit_targets() {
     if size_of::<usize>() == 8 {
         assert_eq!(size_of::<qv_context_options_t>(), 16);
-        assert_eq!(size_of::<qv_search_params_t>(), 32);
+        assert_eq!(size_of::<qv_search_params_t>(), 40);
         assert_eq!(size_of::<qv_index_info_t>(), 184);
         assert_eq!(size_of::<qv_kmeans_params_t>(), 24);
     }

@@ -63,7 +63,7 @@ pub use error::{Error, Result, Status};
 pub use index::{Index, IndexInfo, IndexKind};
 pub use kmeans::{kmeans, Kmeans, KmeansParams};
 pub use knn::knn;
-pub use metric::Metric;
+pub use metric::{ComputeMode, Metric};
 pub use neighbors::{Hits, Neighbors};
 pub use range_result::RangeResult;
 pub use search_params::SearchParams;

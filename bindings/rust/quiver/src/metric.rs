@@ -43,3 +43,32 @@ impl Metric {
         !matches!(self, Metric::L2)
     }
 }
+
+/// The arithmetic of the distance GEMM of an exact search on a CUDA device. The fast modes select an
+/// enlarged candidate set with the cheaper GEMM and re-rank it with exact float32 distances (recall@k
+/// >= 0.999 on the benchmark data sets). The CPU always computes exactly and ignores the mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum ComputeMode {
+    /// float32 GEMM (the default).
+    #[default]
+    Fp32,
+    /// TF32 tensor cores on the float32 data.
+    Tf32,
+    /// float16 copies of the vectors (values must fit float16's range).
+    Fp16,
+    /// bfloat16 copies of the vectors.
+    Bf16,
+}
+
+impl ComputeMode {
+    /// The `qv_compute_mode_t` code.
+    pub fn code(self) -> sys::qv_compute_mode_t {
+        match self {
+            ComputeMode::Fp32 => sys::QV_COMPUTE_FP32,
+            ComputeMode::Tf32 => sys::QV_COMPUTE_TF32,
+            ComputeMode::Fp16 => sys::QV_COMPUTE_FP16,
+            ComputeMode::Bf16 => sys::QV_COMPUTE_BF16,
+        }
+    }
+}

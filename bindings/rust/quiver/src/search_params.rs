@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use crate::error::{Error, Result};
+use crate::metric::ComputeMode;
 use quiver_sys as sys;
 
 /// Settings of one search, range search or k-NN call. `SearchParams::default()` gives the library's
@@ -64,6 +65,12 @@ impl<'a> SearchParams<'a> {
         self
     }
 
+    /// Exact search on a CUDA device: the arithmetic of the distance GEMM (see [`ComputeMode`]).
+    pub fn with_compute_mode(mut self, mode: ComputeMode) -> Self {
+        self.raw.compute_mode = mode.code();
+        self
+    }
+
     /// Allows only the ids whose bit is set in `bitset` (bit `id % 8` of byte `id / 8`), among ids
     /// below `bits`. `bitset` must hold at least `bits` bits, else the call that uses these
     /// parameters fails with `Status::InvalidArgument`.
@@ -104,6 +111,16 @@ impl<'a> SearchParams<'a> {
         self.raw.search_width
     }
 
+    /// The compute mode setting.
+    pub fn compute_mode(&self) -> ComputeMode {
+        match self.raw.compute_mode {
+            sys::QV_COMPUTE_TF32 => ComputeMode::Tf32,
+            sys::QV_COMPUTE_FP16 => ComputeMode::Fp16,
+            sys::QV_COMPUTE_BF16 => ComputeMode::Bf16,
+            _ => ComputeMode::Fp32,
+        }
+    }
+
     /// The filter bitset and its number of bits, if any.
     pub fn filter(&self) -> Option<(&[u8], usize)> {
         self.filter.as_ref().map(|(b, n)| (&b[..], *n))
@@ -134,6 +151,7 @@ impl fmt::Debug for SearchParams<'_> {
         f.debug_struct("SearchParams")
             .field("nprobe", &self.raw.nprobe)
             .field("search_width", &self.raw.search_width)
+            .field("compute_mode", &self.compute_mode())
             .field("filter_bits", &self.filter.as_ref().map(|(_, n)| *n))
             .finish()
     }

@@ -3,7 +3,7 @@
 mod common;
 
 use common::{brute_force, close, context, data};
-use quiver::{Index, IndexKind, Metric, SearchParams, Status};
+use quiver::{ComputeMode, Index, IndexKind, Metric, SearchParams, Status};
 
 const DIM: usize = 12;
 
@@ -343,4 +343,20 @@ fn search_params_carry_nprobe_and_search_width() {
         index.search(&q, 3, &params).unwrap(),
         index.search(&q, 3, &defaults).unwrap()
     );
+}
+
+#[test]
+fn compute_modes_give_exact_results() {
+    // On the CPU every mode is exact; on a GPU the fast modes re-rank exactly, so the distances of
+    // whatever they return are exact too, and at these sizes the ids are the same.
+    let (index, _) = flat(300);
+    let q = data(5, DIM, 9);
+    let exact = index.search(&q, 4, &SearchParams::default()).unwrap();
+    assert_eq!(SearchParams::default().compute_mode(), ComputeMode::Fp32);
+    for mode in [ComputeMode::Tf32, ComputeMode::Fp16, ComputeMode::Bf16] {
+        let params = SearchParams::new().with_compute_mode(mode);
+        assert_eq!(params.compute_mode(), mode);
+        let found = index.search(&q, 4, &params).unwrap();
+        assert_eq!(found.ids(), exact.ids(), "{mode:?}");
+    }
 }
