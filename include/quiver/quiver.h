@@ -108,7 +108,7 @@ typedef int32_t qv_compute_mode_t;
 enum qv_compute_mode_code {
   QV_COMPUTE_FP32 = 0, /* float32 GEMM (default) */
   QV_COMPUTE_TF32 = 1, /* TF32 tensor cores on the float32 data */
-  QV_COMPUTE_FP16 = 2, /* float16 copies of the vectors (values must fit float16's range) */
+  QV_COMPUTE_FP16 = 2, /* float16 copies of the vectors; values beyond +-65504: QV_ERR_INVALID_ARGUMENT */
   QV_COMPUTE_BF16 = 3  /* bfloat16 copies of the vectors */
 };
 
