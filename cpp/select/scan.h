@@ -25,9 +25,8 @@ void scan_portable(const float* row, const float* bias, int64_t n, int64_t first
 void scan_avx2(const float* row, const float* bias, int64_t n, int64_t first_index, ScanSink* sink);
 void scan_avx512(const float* row, const float* bias, int64_t n, int64_t first_index, ScanSink* sink);
 
-// The best kernel this processor runs (AVX-512, AVX2, portable); QUIVER_SIMD=portable|avx2|avx512 in
-// the environment overrides it, for tests and comparisons.
+// The best kernel this processor runs (core/simd_level.h: AVX-512, AVX2, portable; QUIVER_SIMD in
+// the environment narrows the choice, for tests and comparisons).
 ScanFn best_scan();
-const char* best_scan_name();
 
 }  // namespace quiver
