@@ -117,14 +117,14 @@ int main(int argc, char** argv) {
   int64_t n = 1000000, dim = 128, nq = 10000, sel_cols = 128000;
   int runs = 5;
   bool quick = false;
-  std::string only;  // one section: ceilings, select, exact, modes, shapes, kmeans (for profiling)
+  std::string only;  // one section: ceilings, select, exact, modes, shapes, stream, kmeans (for profiling)
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::max(5, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else {
-      std::fprintf(stderr, "usage: gpu_bench [--json FILE] [--runs N>=5] [--quick] [--only ceilings|select|exact|modes|shapes|kmeans]\n");
+      std::fprintf(stderr, "usage: gpu_bench [--json FILE] [--runs N>=5] [--quick] [--only ceilings|select|exact|modes|shapes|stream|kmeans]\n");
       return 2;
     }
   }
@@ -464,6 +464,55 @@ int main(int argc, char** argv) {
         char task[96];
         std::snprintf(task, sizeof task, "exact %lldx%lld (%s), k=10", (long long)sh.n, (long long)sh.dim, sh.what);
         report(task, "host-to-host", t, nq / t.median_ms * 1e3, "QPS");
+      }
+    }
+
+    // ---- exact k-NN with the base in pageable host memory: streamed in chunks under a forced small
+    // budget (ResourcesOptions::stream_bytes), copied whole, and device resident; host to host ----
+    if (section("stream")) {
+      std::vector<float> hbase(size_t(n * dim)), hq(size_t(nq * dim));
+      {
+        float* base = nullptr;
+        CHECK_CUDA(cudaMalloc(&base, n * dim * sizeof(float)));
+        uniform(base, n * dim, 9);
+        CHECK_CUDA(cudaMemcpy(hbase.data(), base, n * dim * sizeof(float), cudaMemcpyDeviceToHost));
+        uniform(base, nq * dim, 10);
+        CHECK_CUDA(cudaMemcpy(hq.data(), base, nq * dim * sizeof(float), cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaFree(base));
+      }
+      auto matrix = gpu::make_matrix(*resources, dim);
+      gpu::matrix_append(*resources, *matrix, n, hbase.data());
+      const int64_t budget = int64_t(64) << 20;
+      gpu::ResourcesOptions stream_options;
+      stream_options.stream_bytes = budget;
+      auto streaming = gpu::make_resources(stream_options);
+      gpu::ResourcesOptions whole_options;
+      whole_options.stream_bytes = int64_t(1) << 50;
+      auto whole = gpu::make_resources(whole_options);
+      for (int64_t k : {int64_t(10), int64_t(100)}) {
+        std::vector<float> hd(size_t(nq * k)), sd(size_t(nq * k));
+        std::vector<int64_t> hi(size_t(nq * k)), si(size_t(nq * k));
+        char task[96], note[96];
+        std::snprintf(task, sizeof task, "exact %lldx%lld pageable base, %lld queries, k=%lld", (long long)n,
+                      (long long)dim, (long long)nq, (long long)k);
+        const Timing tw = time_it(runs, [&] {
+          gpu::knn(*whole, Metric::l2, hbase.data(), nullptr, n, dim, hq.data(), nq, k, hd.data(), hi.data());
+        });
+        std::snprintf(note, sizeof note, "copied whole, pool peak %.0f MiB",
+                      gpu::memory_stats(*whole).peak_bytes / 1048576.0);
+        report(task, "host-copy", tw, nq / tw.median_ms * 1e3, "QPS", note);
+        const Timing ts = time_it(runs, [&] {
+          gpu::knn(*streaming, Metric::l2, hbase.data(), nullptr, n, dim, hq.data(), nq, k, sd.data(), si.data());
+        });
+        std::snprintf(note, sizeof note, "stream_bytes 64 MiB, pool peak %.0f MiB, results %s",
+                      gpu::memory_stats(*streaming).peak_bytes / 1048576.0,
+                      hi == si && hd == sd ? "identical" : "DIFFER");
+        report(task, "streamed", ts, nq / ts.median_ms * 1e3, "QPS", note);
+        const Timing tr = time_it(runs, [&] {
+          gpu::knn(*resources, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, hq.data(),
+                   nq, k, hd.data(), hi.data());
+        });
+        report(task, "device-resident", tr, nq / tr.median_ms * 1e3, "QPS");
       }
     }
 

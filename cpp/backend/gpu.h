@@ -40,6 +40,12 @@ struct ResourcesOptions {
   int64_t tile_bytes = 0;
   // Bytes of each of the two pinned host buffers that stage host <-> device copies; 0: 8 MiB.
   int64_t staging_bytes = 0;
+  // knn with a base in host memory (pageable or pinned): when the base's bytes exceed this budget,
+  // the base is streamed through two device chunk buffers (together about this many bytes, at least
+  // one distance tile's worth of rows each) instead of copied whole, the copy of the next chunk
+  // overlapped with the search of the current one; results are identical. 0: a quarter of the
+  // device's free memory at call time. Lets a database larger than the GPU be searched.
+  int64_t stream_bytes = 0;
 };
 
 // A device's streams, cuBLAS handles, device memory pool and pinned staging buffers; a context owns
@@ -151,7 +157,9 @@ int64_t knn_candidate_count(int64_t k);
 // metric      L2 (squared distances, smaller is closer), inner product or cosine (larger is closer;
 //             for cosine the caller passes normalised base rows and queries).
 // base        n x dim, host or device memory; host memory is copied to the device for the call
-//             (an index keeps its rows on the device: see DeviceMatrix).
+//             (an index keeps its rows on the device: see DeviceMatrix), or, beyond
+//             ResourcesOptions::stream_bytes, streamed through the device in chunks with the same
+//             results, so a base larger than the GPU's memory can be searched.
 // base_norms  n squared norms of the base rows (L2 only; device or host memory), or nullptr to have
 //             them computed.
 // queries     nq x dim, host or device memory.

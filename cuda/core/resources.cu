@@ -45,7 +45,9 @@ Resources::Resources(const ResourcesOptions& options) {
   require(options.tile_bytes == 0 || options.tile_bytes >= kMinTileBytes, "tile_bytes = ",
           options.tile_bytes, " is below ", kMinTileBytes);
   require(options.staging_bytes >= 0, "staging_bytes = ", options.staging_bytes, " is negative");
+  require(options.stream_bytes >= 0, "stream_bytes = ", options.stream_bytes, " is negative");
   device_ = options.device;
+  stream_bytes_ = options.stream_bytes;
   DeviceScope scope(device_);
   try {
     size_t free_bytes = 0, total_bytes = 0;

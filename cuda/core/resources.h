@@ -23,7 +23,7 @@ class Resources {
   static constexpr int kComputeStreams = 2;
   static constexpr int kCopyStream = 2;  // stream(kCopyStream)
   static constexpr int kStreams = 3;
-  static constexpr int kEvents = 4;
+  static constexpr int kEvents = 9;  // knn.cu names them
 
   explicit Resources(const ResourcesOptions& options);
   ~Resources();
@@ -38,6 +38,7 @@ class Resources {
   DevicePool& pool() { return pool_; }
   HostStaging& staging() { return *staging_; }
   int64_t tile_bytes() const { return tile_bytes_; }
+  int64_t stream_bytes() const { return stream_bytes_; }  // ResourcesOptions::stream_bytes
   std::mutex& mutex() { return mutex_; }
 
  private:
@@ -45,6 +46,7 @@ class Resources {
 
   int device_ = 0;
   int64_t tile_bytes_ = 0;
+  int64_t stream_bytes_ = 0;
   SelectLimits limits_;
   cudaStream_t streams_[kStreams] = {};
   cublasHandle_t blas_[kComputeStreams] = {};

@@ -1,0 +1,224 @@
+// gpu::knn with a host base streamed through the device in chunks (ResourcesOptions::stream_bytes):
+// the results must be identical (same ids, same distances, bit for bit) to the unstreamed search
+// with the same tile size, for n not a multiple of the chunk, k = 1 .. 2048, n < k, a filter, host
+// norms, pageable and pinned bases, device outputs and every compute mode.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "cpp/core/error.h"
+#include "gpu_testing.h"
+
+namespace quiver {
+namespace {
+
+// Small distance tiles (16384 floats): base tiles of 8192 rows or 64 k, so the bases below span
+// several tiles; a stream budget of 1 byte makes every chunk one tile.
+constexpr int64_t kTileBytes = 64 << 10;
+
+struct StreamCase {
+  int64_t n, dim, nq, k;
+  Metric metric = Metric::l2;
+  ComputeMode mode = ComputeMode::fp32;
+  int64_t stream_bytes = 1;
+  bool pinned = false;
+  bool filter = false;
+  bool host_norms = false;
+  bool device_outputs = false;
+  bool expect_streamed = true;  // the streamed call's pool peak stays below the unstreamed one's
+};
+
+struct Results {
+  std::vector<float> distances;
+  std::vector<int64_t> ids;
+};
+
+Results search(gpu::Resources& resources, const StreamCase& c, const float* base, const float* norms,
+               const std::vector<float>& queries, const gpu::RowFilter& filter) {
+  Results r{std::vector<float>(size_t(c.nq * c.k), 12345.f), std::vector<int64_t>(size_t(c.nq * c.k), 12345)};
+  if (c.device_outputs) {
+    testing::DeviceArray<float> d(size_t(c.nq * c.k));
+    testing::DeviceArray<int64_t> i(size_t(c.nq * c.k));
+    gpu::knn(resources, c.metric, base, norms, c.n, c.dim, queries.data(), c.nq, c.k, d.get(), i.get(), filter,
+             c.mode);
+    r.distances = d.to_host();
+    r.ids = i.to_host();
+  } else {
+    gpu::knn(resources, c.metric, base, norms, c.n, c.dim, queries.data(), c.nq, c.k, r.distances.data(),
+             r.ids.data(), filter, c.mode);
+  }
+  return r;
+}
+
+void run_stream_case(const StreamCase& c, uint32_t seed) {
+  SCOPED_TRACE(::testing::Message() << "n " << c.n << " dim " << c.dim << " nq " << c.nq << " k " << c.k << " "
+                                    << metric_name(c.metric) << " mode " << int(c.mode) << " stream_bytes "
+                                    << c.stream_bytes << (c.pinned ? " pinned" : " pageable")
+                                    << (c.filter ? " filter" : "") << (c.host_norms ? " host norms" : "")
+                                    << (c.device_outputs ? " device outputs" : ""));
+  std::vector<float> base = testing::uniform_vectors(c.n, c.dim, seed);
+  std::vector<float> queries = testing::uniform_vectors(c.nq, c.dim, seed + 1);
+  if (c.metric == Metric::cosine) {
+    testing::normalize(base, c.dim);
+    testing::normalize(queries, c.dim);
+  }
+  std::vector<float> norms;
+  if (c.host_norms) {
+    norms.resize(size_t(c.n));
+    for (int64_t i = 0; i < c.n; ++i) {
+      float s = 0.f;
+      for (int64_t j = 0; j < c.dim; ++j) s += base[i * c.dim + j] * base[i * c.dim + j];
+      norms[size_t(i)] = s;
+    }
+  }
+  std::vector<uint8_t> bits;
+  gpu::RowFilter filter;
+  if (c.filter) {
+    bits = std::vector<uint8_t>(size_t((c.n + 7) / 8));
+    std::mt19937 gen(seed + 2);
+    for (auto& b : bits) b = uint8_t(gen() & gen());  // about a quarter of the rows pass
+    filter.bits = bits.data();
+    filter.nbits = c.n - c.n / 7;  // the last rows are excluded
+  }
+  float* pinned = nullptr;
+  const float* base_ptr = base.data();
+  if (c.pinned) {
+    QV_ASSERT_CUDA(cudaMallocHost(&pinned, base.size() * sizeof(float)));
+    std::memcpy(pinned, base.data(), base.size() * sizeof(float));
+    base_ptr = pinned;
+  }
+  const float* norms_ptr = c.host_norms ? norms.data() : nullptr;
+
+  gpu::ResourcesOptions whole_options;
+  whole_options.tile_bytes = kTileBytes;
+  whole_options.stream_bytes = int64_t(1) << 50;  // never streams
+  gpu::ResourcesPtr whole = gpu::make_resources(whole_options);
+  gpu::ResourcesOptions stream_options;
+  stream_options.tile_bytes = kTileBytes;
+  stream_options.stream_bytes = c.stream_bytes;
+  gpu::ResourcesPtr streamed = gpu::make_resources(stream_options);
+
+  const Results expected = search(*whole, c, base_ptr, norms_ptr, queries, filter);
+  const Results got = search(*streamed, c, base_ptr, norms_ptr, queries, filter);
+  if (pinned != nullptr) cudaFreeHost(pinned);
+
+  const int64_t base_bytes = c.n * c.dim * int64_t(sizeof(float));
+  if (c.expect_streamed) {
+    EXPECT_LT(gpu::memory_stats(*streamed).peak_bytes, gpu::memory_stats(*whole).peak_bytes)
+        << "the base was not streamed";
+  }
+  EXPECT_GE(gpu::memory_stats(*whole).peak_bytes, base_bytes);
+  int64_t found = 0;
+  for (size_t i = 0; i < expected.ids.size(); ++i) {
+    ASSERT_EQ(got.ids[i], expected.ids[i]) << "query " << i / c.k << " rank " << i % c.k;
+    ASSERT_EQ(std::memcmp(&got.distances[i], &expected.distances[i], sizeof(float)), 0)
+        << "query " << i / c.k << " rank " << i % c.k << ": " << got.distances[i] << " vs " << expected.distances[i];
+    found += expected.ids[i] >= 0;
+  }
+  EXPECT_GT(found, 0);
+}
+
+TEST(GpuKnnStream, IdenticalToUnstreamedForEveryK) {
+  QV_REQUIRE_GPU();
+  uint32_t seed = 100;
+  // 50001 rows: 7 chunks of one 8192-row tile, the last one partial; 10 query tiles.
+  for (Metric m : {Metric::l2, Metric::inner_product, Metric::cosine})
+    for (int64_t k : {1, 10, 100}) run_stream_case({50001, 33, 20, k, m}, seed++);
+  // k = 2048: tiles (and chunks) of 131072 rows.
+  run_stream_case({600007, 4, 3, 2048, Metric::l2}, seed++);
+  run_stream_case({600007, 4, 3, 2048, Metric::inner_product}, seed++);
+  // A budget of two tiles per chunk (2 buffers x (33 floats + a norm) a row).
+  StreamCase wide{50001, 33, 20, 10};
+  wide.stream_bytes = 2 * 8192 * 2 * (33 * 4 + 4) + 4096;
+  run_stream_case(wide, seed++);
+  // n < k: one chunk covers the base, so nothing is streamed; still the same results.
+  StreamCase small{5, 3, 7, 10};
+  small.expect_streamed = false;
+  run_stream_case(small, seed++);
+  small.k = 2048;
+  run_stream_case(small, seed++);
+}
+
+TEST(GpuKnnStream, FilterNormsPinnedAndDeviceOutputs) {
+  QV_REQUIRE_GPU();
+  uint32_t seed = 200;
+  for (bool pinned : {false, true}) {
+    StreamCase c{50001, 33, 20, 10};
+    c.pinned = pinned;
+    run_stream_case(c, seed++);
+    c.filter = true;
+    run_stream_case(c, seed++);
+    c.k = 100;
+    c.metric = Metric::inner_product;
+    run_stream_case(c, seed++);
+    StreamCase h{50001, 33, 20, 100};
+    h.pinned = pinned;
+    h.host_norms = true;
+    run_stream_case(h, seed++);
+    h.device_outputs = true;
+    run_stream_case(h, seed++);
+  }
+}
+
+TEST(GpuKnnStream, EveryComputeMode) {
+  QV_REQUIRE_GPU();
+  uint32_t seed = 300;
+  for (ComputeMode mode : {ComputeMode::fp32, ComputeMode::tf32, ComputeMode::fp16, ComputeMode::bf16}) {
+    for (int64_t k : {1, 10, 100}) {
+      // 100001 rows: with k = 100 the fast modes' tiles (and chunks) are 16384 rows.
+      StreamCase c{100001, 33, 20, k};
+      c.mode = mode;
+      run_stream_case(c, seed++);
+      c.metric = Metric::inner_product;
+      c.filter = true;
+      c.pinned = true;
+      run_stream_case(c, seed++);
+    }
+    StreamCase big{600007, 4, 3, 2048};
+    big.mode = mode;
+    run_stream_case(big, seed++);
+    StreamCase small{5, 3, 7, 10};
+    small.mode = mode;
+    small.expect_streamed = false;
+    run_stream_case(small, seed++);
+  }
+}
+
+TEST(GpuKnnStream, Fp16OverflowIsRefusedWhenStreamed) {
+  QV_REQUIRE_GPU();
+  const int64_t n = 50001, dim = 8, nq = 4, k = 5;
+  std::vector<float> base = testing::uniform_vectors(n, dim, 400);
+  base[size_t((n - 3) * dim)] = 1e6f;  // in the last chunk
+  const std::vector<float> queries = testing::uniform_vectors(nq, dim, 401);
+  gpu::ResourcesOptions options;
+  options.tile_bytes = kTileBytes;
+  options.stream_bytes = 1;
+  gpu::ResourcesPtr resources = gpu::make_resources(options);
+  std::vector<float> d(size_t(nq * k), 7.f);
+  std::vector<int64_t> ids(size_t(nq * k), 7);
+  try {
+    gpu::knn(*resources, Metric::l2, base.data(), nullptr, n, dim, queries.data(), nq, k, d.data(), ids.data(),
+             gpu::RowFilter{}, ComputeMode::fp16);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::invalid_argument) << e.what();
+  }
+  EXPECT_EQ(ids[0], 7);  // outputs untouched
+}
+
+TEST(GpuKnnStream, NegativeBudgetIsRefused) {
+  QV_REQUIRE_GPU();
+  gpu::ResourcesOptions options;
+  options.stream_bytes = -1;
+  try {
+    gpu::make_resources(options);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::invalid_argument) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace quiver
