@@ -22,8 +22,8 @@ constexpr int64_t kUpdateSlices = 64;
 
 // Nearest centroid of each point, with its exact squared distance.
 void assign(ThreadPool& pool, int64_t dim, int64_t n, const float* x, int64_t k,
-            const float* centroids, std::vector<float>& norms, int64_t* labels, float* distances) {
-  for (int64_t c = 0; c < k; ++c) norms[c] = squared_norm(centroids + c * dim, dim);
+            const float* centroids, int64_t* labels, float* distances) {
+  const std::vector<float> norms = squared_norms(centroids, k, dim);
   Database db;
   db.x = centroids;
   db.norms = norms.data();
@@ -84,11 +84,10 @@ KmeansResult kmeans(ThreadPool& pool, int64_t dim, int64_t n, const float* x, in
   for (int64_t c = 0; c < k; ++c)
     std::memcpy(centroids + c * dim, train + seeds[c] * dim, sizeof(float) * dim);
 
-  std::vector<float> norms(static_cast<size_t>(k));
   std::vector<int64_t> labels(static_cast<size_t>(n_train));
   std::vector<float> distances(static_cast<size_t>(n_train));
   for (int64_t it = 0; it < options.iterations; ++it) {
-    assign(pool, dim, n_train, train, k, centroids, norms, labels.data(), distances.data());
+    assign(pool, dim, n_train, train, k, centroids, labels.data(), distances.data());
     std::vector<int64_t> counts = update(pool, dim, n_train, train, k, labels.data(), centroids);
     split_empty(dim, k, counts, centroids, random);
   }
@@ -96,7 +95,7 @@ KmeansResult kmeans(ThreadPool& pool, int64_t dim, int64_t n, const float* x, in
   // Final assignment of every point, for the outputs.
   std::vector<int64_t> final_labels(static_cast<size_t>(n));
   std::vector<float> final_distances(static_cast<size_t>(n));
-  assign(pool, dim, n, x, k, centroids, norms, final_labels.data(), final_distances.data());
+  assign(pool, dim, n, x, k, centroids, final_labels.data(), final_distances.data());
   KmeansResult result;
   for (int64_t i = 0; i < n; ++i) result.objective += final_distances[i];
   if (assignments) std::copy(final_labels.begin(), final_labels.end(), assignments);

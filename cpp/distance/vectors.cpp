@@ -38,6 +38,12 @@ float squared_l2(const float* x, const float* y, int64_t dim) {
 
 float squared_norm(const float* x, int64_t dim) { return dot(x, x, dim); }
 
+std::vector<float> squared_norms(const float* x, int64_t n, int64_t dim) {
+  std::vector<float> norms(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) norms[i] = squared_norm(x + i * dim, dim);
+  return norms;
+}
+
 void check_vectors(const char* what, const float* x, int64_t n, int64_t dim, bool nonzero_rows) {
   for (int64_t r = 0; r < n; ++r) {
     const float* row = x + r * dim;

@@ -11,6 +11,8 @@ namespace quiver {
 float dot(const float* x, const float* y, int64_t dim);
 float squared_l2(const float* x, const float* y, int64_t dim);
 float squared_norm(const float* x, int64_t dim);
+// The squared norms of n rows.
+std::vector<float> squared_norms(const float* x, int64_t n, int64_t dim);
 
 // The exact value of the metric between x and y (for cosine, x and y are already normalised).
 inline float exact_distance(Metric metric, const float* x, const float* y, int64_t dim) {

@@ -38,8 +38,7 @@ void knn_arrays(Context& context, Metric metric, int64_t dim, int64_t n, const f
   db.metric = metric;
   std::vector<float> norms;
   if (metric == Metric::l2) {
-    norms.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) norms[i] = squared_norm(db.x + i * dim, dim);
+    norms = squared_norms(db.x, n, dim);
     db.norms = norms.data();
   }
   const Queries q{queries_in.data, nq};

@@ -35,15 +35,12 @@ RangeResult exact_range(ThreadPool& pool, const Database& db, const Queries& que
                         const IdFilter& filter) {
   const int64_t nq = queries.nq;
   const bool l2 = db.metric == Metric::l2;
-  float max_norm = 0;  // squared
-  if (l2) {
-    for (int64_t i = 0; i < db.n; ++i) max_norm = std::max(max_norm, db.norms[i]);
-  } else if (db.metric == Metric::cosine) {
-    max_norm = 1;
-  } else {
+  // The largest squared norm of the rows, for the slack: cosine rows are unit vectors; otherwise the
+  // stored norms when the caller has them (indexes do, for every metric).
+  float max_norm = db.metric == Metric::cosine ? 1.0f : 0.0f;
+  if (db.metric != Metric::cosine)
     for (int64_t i = 0; i < db.n; ++i)
-      max_norm = std::max(max_norm, squared_norm(db.x + i * db.dim, db.dim));
-  }
+      max_norm = std::max(max_norm, db.norms ? db.norms[i] : squared_norm(db.x + i * db.dim, db.dim));
 
   const TilePlan plan = plan_tiles(nq, db.n, /*max_chunks=*/16);
   const int64_t chunks = plan.row_chunks;

@@ -10,16 +10,10 @@ namespace quiver {
 FlatIndex::FlatIndex(Context& context, std::string descriptor, int64_t dim, Metric metric)
     : Index(context, std::move(descriptor), dim, metric) {}
 
-std::vector<float> FlatIndex::norms_of(const float* x, int64_t n, int64_t dim) {
-  std::vector<float> norms(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) norms[i] = squared_norm(x + i * dim, dim);
-  return norms;
-}
-
 void FlatIndex::do_add(int64_t n, const float* x, const int64_t* ids) {
   std::vector<int64_t> assigned;
   const int64_t* new_ids = ids_.check_new(n, ids, assigned);
-  const std::vector<float> new_norms = norms_of(x, n, dim());
+  const std::vector<float> new_norms = squared_norms(x, n, dim());
   // Reserve everything first so that nothing can fail once the index starts to change.
   vectors_.reserve(vectors_.size() + static_cast<size_t>(n * dim()));
   norms_.reserve(norms_.size() + static_cast<size_t>(n));
@@ -105,7 +99,7 @@ void FlatIndex::save_payload(ByteWriter& out) const {
 void FlatIndex::load_payload(ByteReader& in, int64_t count) {
   FlatPayload payload = read_flat_payload(in, count, dim());
   ids_.assign(std::move(payload.ids));
-  norms_ = norms_of(payload.vectors.data(), count, dim());
+  norms_ = squared_norms(payload.vectors.data(), count, dim());
   vectors_ = std::move(payload.vectors);
 }
 

@@ -37,7 +37,6 @@ class FlatIndex final : public Index {
   // The bfloat16 copy the faster exact path searches, made by the first search that uses it after
   // the vectors change (add and remove drop it; they have exclusive access, searches share it).
   std::shared_ptr<const Bf16Database> bf16_database() const;
-  static std::vector<float> norms_of(const float* x, int64_t n, int64_t dim);
 
   std::vector<float> vectors_;  // count x dim, normalised for cosine
   std::vector<float> norms_;    // squared norms, for L2

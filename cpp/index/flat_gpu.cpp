@@ -68,8 +68,7 @@ std::vector<float> GpuFlatIndex::host_vectors() const {
 RangeResult GpuFlatIndex::do_range_search(int64_t nq, const float* queries, float radius,
                                           const SearchOptions& options) const {
   const std::vector<float> vectors = host_vectors();
-  std::vector<float> norms(static_cast<size_t>(count()));
-  for (int64_t i = 0; i < count(); ++i) norms[i] = squared_norm(&vectors[i * dim()], dim());
+  const std::vector<float> norms = squared_norms(vectors.data(), count(), dim());
   Database db;
   db.x = vectors.data();
   db.norms = norms.data();
