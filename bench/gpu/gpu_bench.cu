@@ -65,6 +65,30 @@ void uniform(float* device, int64_t n, uint64_t seed) {
   CHECK_CUDA(cudaDeviceSynchronize());
 }
 
+// count seeded uniform floats in new device memory (the caller frees it).
+float* random_device(int64_t count, uint64_t seed) {
+  float* x = nullptr;
+  CHECK_CUDA(cudaMalloc(&x, count * sizeof(float)));
+  uniform(x, count, seed);
+  return x;
+}
+
+// A host copy of count floats of device memory.
+std::vector<float> to_host(const float* device, int64_t count) {
+  std::vector<float> out(size_t(count), 0.0f);
+  CHECK_CUDA(cudaMemcpy(out.data(), device, count * sizeof(float), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+// An index's stored vectors: n seeded uniform rows of dim floats.
+gpu::DeviceMatrixPtr random_matrix(gpu::Resources& resources, int64_t n, int64_t dim, uint64_t seed) {
+  auto matrix = gpu::make_matrix(resources, dim);
+  float* base = random_device(n * dim, seed);
+  gpu::matrix_append(resources, *matrix, n, base);
+  CHECK_CUDA(cudaFree(base));
+  return matrix;
+}
+
 struct Timing {
   double median_ms, min_ms;
   int runs;
@@ -276,19 +300,9 @@ int main(int argc, char** argv) {
 
     // ---- exact k-NN: an index's vectors on the device, queries and results host or device ----
     if (section("exact")) {
-      auto matrix = gpu::make_matrix(*resources, dim);
-      {
-        float* base = nullptr;
-        CHECK_CUDA(cudaMalloc(&base, n * dim * sizeof(float)));
-        uniform(base, n * dim, 6);
-        gpu::matrix_append(*resources, *matrix, n, base);
-        CHECK_CUDA(cudaFree(base));
-      }
-      float* dq = nullptr;
-      CHECK_CUDA(cudaMalloc(&dq, nq * dim * sizeof(float)));
-      uniform(dq, nq * dim, 7);
-      std::vector<float> hq(size_t(nq * dim));
-      CHECK_CUDA(cudaMemcpy(hq.data(), dq, nq * dim * sizeof(float), cudaMemcpyDeviceToHost));
+      auto matrix = random_matrix(*resources, n, dim, 6);
+      float* dq = random_device(nq * dim, 7);
+      const std::vector<float> hq = to_host(dq, nq * dim);
       for (int64_t k : {int64_t(10), int64_t(100), int64_t(1024)}) {
         std::vector<float> hd(size_t(nq * k));
         std::vector<int64_t> hi(size_t(nq * k));
@@ -358,19 +372,9 @@ int main(int argc, char** argv) {
     // ---- compute modes (gpu.h's ComputeMode): time host to host and device resident, recall@k of
     // each mode's ids against the fp32 result ----
     if (section("modes")) {
-      auto matrix = gpu::make_matrix(*resources, dim);
-      {
-        float* base = nullptr;
-        CHECK_CUDA(cudaMalloc(&base, n * dim * sizeof(float)));
-        uniform(base, n * dim, 6);
-        gpu::matrix_append(*resources, *matrix, n, base);
-        CHECK_CUDA(cudaFree(base));
-      }
-      float* dq = nullptr;
-      CHECK_CUDA(cudaMalloc(&dq, nq * dim * sizeof(float)));
-      uniform(dq, nq * dim, 7);
-      std::vector<float> hq(size_t(nq * dim));
-      CHECK_CUDA(cudaMemcpy(hq.data(), dq, nq * dim * sizeof(float), cudaMemcpyDeviceToHost));
+      auto matrix = random_matrix(*resources, n, dim, 6);
+      float* dq = random_device(nq * dim, 7);
+      const std::vector<float> hq = to_host(dq, nq * dim);
       const gpu::ComputeMode modes[] = {gpu::ComputeMode::fp32, gpu::ComputeMode::tf32, gpu::ComputeMode::fp16,
                                         gpu::ComputeMode::bf16};
       const char* names[] = {"fp32", "tf32", "fp16", "bf16"};
@@ -443,17 +447,9 @@ int main(int argc, char** argv) {
       };
       for (const Shape& sh : {Shape{60000, 784, "fashion-mnist shape"}, Shape{10000000, 96, "synth-10m shape"}}) {
         const int64_t k = 10;
-        auto m = gpu::make_matrix(*resources, sh.dim);
-        float* base = nullptr;
-        CHECK_CUDA(cudaMalloc(&base, sh.n * sh.dim * sizeof(float)));
-        uniform(base, sh.n * sh.dim, 9);
-        gpu::matrix_append(*resources, *m, sh.n, base);
-        CHECK_CUDA(cudaFree(base));
-        float* dq = nullptr;
-        CHECK_CUDA(cudaMalloc(&dq, nq * sh.dim * sizeof(float)));
-        uniform(dq, nq * sh.dim, 10);
-        std::vector<float> hq(size_t(nq * sh.dim));
-        CHECK_CUDA(cudaMemcpy(hq.data(), dq, hq.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        auto m = random_matrix(*resources, sh.n, sh.dim, 9);
+        float* dq = random_device(nq * sh.dim, 10);
+        const std::vector<float> hq = to_host(dq, nq * sh.dim);
         CHECK_CUDA(cudaFree(dq));
         std::vector<float> hd(size_t(nq * k));
         std::vector<int64_t> hi(size_t(nq * k));
@@ -470,16 +466,11 @@ int main(int argc, char** argv) {
     // ---- exact k-NN with the base in pageable host memory: streamed in chunks under a forced small
     // budget (ResourcesOptions::stream_bytes), copied whole, and device resident; host to host ----
     if (section("stream")) {
-      std::vector<float> hbase(size_t(n * dim)), hq(size_t(nq * dim));
-      {
-        float* base = nullptr;
-        CHECK_CUDA(cudaMalloc(&base, n * dim * sizeof(float)));
-        uniform(base, n * dim, 9);
-        CHECK_CUDA(cudaMemcpy(hbase.data(), base, n * dim * sizeof(float), cudaMemcpyDeviceToHost));
-        uniform(base, nq * dim, 10);
-        CHECK_CUDA(cudaMemcpy(hq.data(), base, nq * dim * sizeof(float), cudaMemcpyDeviceToHost));
-        CHECK_CUDA(cudaFree(base));
-      }
+      float* scratch = random_device(n * dim, 9);
+      const std::vector<float> hbase = to_host(scratch, n * dim);
+      uniform(scratch, nq * dim, 10);
+      const std::vector<float> hq = to_host(scratch, nq * dim);
+      CHECK_CUDA(cudaFree(scratch));
       auto matrix = gpu::make_matrix(*resources, dim);
       gpu::matrix_append(*resources, *matrix, n, hbase.data());
       const int64_t budget = int64_t(64) << 20;
