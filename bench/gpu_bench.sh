@@ -6,7 +6,8 @@
 #
 # usage: bench/gpu_bench.sh [--quick] [--runs N]
 #   environment: QUIVER_BUILD_DIR (default build-gpu, as scripts/gpu.sh makes it), OUT (default ./out),
-#                CMAKE_CUDA_ARCHITECTURES (default 90), CXX
+#                CMAKE_CUDA_ARCHITECTURES (default 90), CXX, QUIVER_BENCH_PREBUILT=1 (run the
+#                $QUIVER_BUILD_DIR/bench/gpu_bench already built, e.g. carried from another machine)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -27,11 +28,15 @@ if ! grep -q cudart "$build/quiver_link.txt"; then
 fi
 
 mkdir -p "$build/bench"
-echo "==== building bench/gpu/gpu_bench.cu (sm_$arch)"
-nvcc -std=c++17 -O3 -arch="sm_$arch" -I"$root" -I"$build/include" -c bench/gpu/gpu_bench.cu \
-  -o "$build/bench/gpu_bench.o" || exit 1
-mapfile -t link_args < <(grep -v '^#' "$build/quiver_link.txt")
-"${CXX:-c++}" "$build/bench/gpu_bench.o" "$build/libquiver.a" "${link_args[@]}" -o "$build/bench/gpu_bench" || exit 1
+if [[ "${QUIVER_BENCH_PREBUILT:-0}" == 1 && -x "$build/bench/gpu_bench" ]]; then
+  echo "==== using the prebuilt $build/bench/gpu_bench (QUIVER_BENCH_PREBUILT=1)"
+else
+  echo "==== building bench/gpu/gpu_bench.cu (sm_$arch)"
+  nvcc -std=c++17 -O3 -arch="sm_$arch" -I"$root" -I"$build/include" -c bench/gpu/gpu_bench.cu \
+    -o "$build/bench/gpu_bench.o" || exit 1
+  mapfile -t link_args < <(grep -v '^#' "$build/quiver_link.txt")
+  "${CXX:-c++}" "$build/bench/gpu_bench.o" "$build/libquiver.a" "${link_args[@]}" -o "$build/bench/gpu_bench" || exit 1
+fi
 
 echo
 echo "==== quiver: $build/bench/gpu_bench --json $OUT/gpu_bench.json $*"

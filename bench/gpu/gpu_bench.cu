@@ -20,6 +20,9 @@
 #include "cpp/backend/gpu.h"
 #include "cpp/core/error.h"
 #include "cuda/core/resources.h"
+#include "cuda/flat/certify.h"
+#include "cuda/flat/compute_modes.h"
+#include "cuda/flat/knn_passes.h"
 #include "cuda/select/select.h"
 
 namespace {
@@ -116,6 +119,15 @@ Timing time_it(int runs, const std::function<void()>& f) {
   cudaEventDestroy(stop);
   std::sort(ms.begin(), ms.end());
   return {ms[ms.size() / 2], ms[0], runs};
+}
+
+// How the last fp32 knn call answered its queries (cuda/flat/knn_passes.h).
+std::string passes_note() {
+  const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
+  char note[96];
+  std::snprintf(note, sizeof note, "fp32 passes: tf32 %lld, sgemm %lld, direct %lld", (long long)c.tf32,
+                (long long)c.sgemm, (long long)c.direct);
+  return note;
 }
 
 struct Row {
@@ -239,6 +251,18 @@ int main(int argc, char** argv) {
         std::snprintf(task, sizeof task, "GEMM fp16->fp32 %lld x %lld x %lld (tiles of %lld)", (long long)nq,
                       (long long)n, (long long)dim, (long long)tile);
         report(task, "ceiling", t, 2.0 * nq * n * dim / t.median_ms / 1e9, "TFLOP/s");
+        // The 16-bit tiles of the fp16 mode: half the bytes written.
+        const Timing t16 = time_it(runs, [&] {
+          for (int64_t c0 = 0; c0 < n; c0 += tile) {
+            const int cols = int(std::min(tile, n - c0));
+            CHECK_BLAS(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, cols, int(nq), int(dim), &alpha, yh + c0 * dim,
+                                    CUDA_R_16F, int(dim), xh, CUDA_R_16F, int(dim), &beta, c, CUDA_R_16F, cols,
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+          }
+        });
+        std::snprintf(task, sizeof task, "GEMM fp16->fp16 %lld x %lld x %lld (tiles of %lld)", (long long)nq,
+                      (long long)n, (long long)dim, (long long)tile);
+        report(task, "ceiling", t16, 2.0 * nq * n * dim / t16.median_ms / 1e9, "TFLOP/s");
         CHECK_CUDA(cudaFree(yh));
         CHECK_CUDA(cudaFree(xh));
       }
@@ -295,6 +319,49 @@ int main(int argc, char** argv) {
         cudaFree(out_k);
         cudaFree(out_i);
       }
+      // The fast modes' selections: k = 32 (knn_candidate_count(10)) with a column bias (L2), float
+      // keys and 16-bit keys (the fp16 mode's tiles; bytes counted as read).
+      {
+        const int64_t k = 32;
+        float *out_k = nullptr, *bias = nullptr;
+        int32_t* out_i = nullptr;
+        __half* keys16 = nullptr;
+        CHECK_CUDA(cudaMalloc(&out_k, rows_n * k * sizeof(float)));
+        CHECK_CUDA(cudaMalloc(&out_i, rows_n * k * sizeof(int32_t)));
+        CHECK_CUDA(cudaMalloc(&bias, cols * sizeof(float)));
+        CHECK_CUDA(cudaMalloc(&keys16, rows_n * cols * sizeof(__half)));
+        uniform(bias, cols, 6);
+        to_half<<<4096, 256>>>(keys, keys16, rows_n * cols);
+        CHECK_CUDA(cudaGetLastError());
+        const gpu::SelectLimits limits = resources->limits();
+        for (bool key16 : {false, true}) {
+          gpu::SelectRequest<int32_t> r;
+          r.keys = keys;
+          if (key16) {
+            r.key_format = gpu::KeyFormat::f16;
+            r.keys16 = keys16;
+          }
+          r.ld = cols;
+          r.rows = rows_n;
+          r.cols = cols;
+          r.k = k;
+          r.column_bias = bias;
+          r.out_keys = out_k;
+          r.out_ids = out_i;
+          const Timing t = time_it(runs, [&] {
+            gpu::select_rows(r, limits, nullptr, 0);
+            CHECK_CUDA(cudaStreamSynchronize(0));
+          });
+          char task[96];
+          std::snprintf(task, sizeof task, "k-selection %lld x %lld, k=%lld, bias, %s keys", (long long)rows_n,
+                        (long long)cols, (long long)k, key16 ? "fp16" : "float");
+          report(task, "device", t, double(rows_n) * cols * (key16 ? 2 : 4) / t.median_ms / 1e6, "GB/s");
+        }
+        cudaFree(keys16);
+        cudaFree(bias);
+        cudaFree(out_k);
+        cudaFree(out_i);
+      }
       CHECK_CUDA(cudaFree(keys));
     }
 
@@ -317,7 +384,7 @@ int main(int argc, char** argv) {
           gpu::knn(*resources, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, hq.data(),
                    nq, k, hd.data(), hi.data());
         });
-        report(task, "host-to-host", th, nq / th.median_ms * 1e3, "QPS");
+        report(task, "host-to-host", th, nq / th.median_ms * 1e3, "QPS", passes_note());
         const Timing td = time_it(runs, [&] {
           gpu::knn(*resources, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, dq, nq, k,
                    dd, di);
@@ -362,7 +429,59 @@ int main(int argc, char** argv) {
         char task[96];
         std::snprintf(task, sizeof task, "exact %lldx%lld latency, batch %lld, k=10", (long long)n, (long long)dim,
                       (long long)batch);
-        report(task, "host-to-host", t, batch / t.median_ms * 1e3, "QPS");
+        report(task, "host-to-host", t, batch / t.median_ms * 1e3, "QPS", passes_note());
+      }
+      // Where a batch of 100 goes (device resident, each step alone): the fp32 mode's TF32 pass
+      // GEMM (SGEMM beside it), its selection of certified_candidate_count(10), the base statistics.
+      {
+        const int64_t batch = 100, kc = gpu::certified_candidate_count(10);
+        float* tile = nullptr;
+        float* keys = nullptr;
+        int32_t* rows_out = nullptr;
+        unsigned* stats = nullptr;
+        CHECK_CUDA(cudaMalloc(&tile, batch * n * sizeof(float)));
+        CHECK_CUDA(cudaMalloc(&keys, batch * kc * sizeof(float)));
+        CHECK_CUDA(cudaMalloc(&rows_out, batch * kc * sizeof(int32_t)));
+        CHECK_CUDA(cudaMalloc(&stats, 2 * sizeof(unsigned)));
+        cublasHandle_t h;
+        CHECK_BLAS(cublasCreate(&h));
+        char task[96];
+        for (gpu::ComputeMode mode : {gpu::ComputeMode::tf32, gpu::ComputeMode::fp32}) {
+          const Timing t = time_it(std::max(runs, 21), [&] {
+            gpu::distance_gemm(h, mode, n, batch, dim, -2.f, gpu::matrix_data(*matrix), dim, dq, dim, tile, n);
+          });
+          std::snprintf(task, sizeof task, "  batch 100: %s GEMM %lld x %lld x %lld", mode == gpu::ComputeMode::tf32 ? "TF32" : "SGEMM",
+                        (long long)batch, (long long)n, (long long)dim);
+          report(task, "device", t, 2.0 * batch * n * dim / t.median_ms / 1e9, "TFLOP/s");
+        }
+        gpu::SelectRequest<int32_t> r;
+        r.keys = tile;
+        r.ld = n;
+        r.rows = batch;
+        r.cols = n;
+        r.k = kc;
+        r.column_bias = gpu::matrix_norms(*matrix);
+        r.out_keys = keys;
+        r.out_ids = rows_out;
+        r.keep_missing_as_sentinel = true;
+        const int64_t ws_bytes = gpu::select_workspace_bytes<int32_t>(resources->limits(), batch, n, kc);
+        void* ws = nullptr;
+        if (ws_bytes > 0) CHECK_CUDA(cudaMalloc(&ws, ws_bytes));
+        const Timing ts = time_it(std::max(runs, 21), [&] { gpu::select_rows(r, resources->limits(), ws, 0); });
+        std::snprintf(task, sizeof task, "  batch 100: selection of %lld in %lld", (long long)kc, (long long)n);
+        report(task, "device", ts, batch * n * sizeof(float) / ts.median_ms / 1e6, "GB/s");
+        const Timing tb = time_it(std::max(runs, 21), [&] {
+          CHECK_CUDA(cudaMemsetAsync(stats, 0, 2 * sizeof(unsigned), 0));
+          gpu::launch_base_stats(gpu::matrix_data(*matrix), n, dim, stats, 0);
+        });
+        report("  base statistics (certificate), 1M x 128", "device", tb, n * dim * sizeof(float) / tb.median_ms / 1e6,
+               "GB/s");
+        cublasDestroy(h);
+        cudaFree(ws);
+        cudaFree(tile);
+        cudaFree(keys);
+        cudaFree(rows_out);
+        cudaFree(stats);
       }
       CHECK_CUDA(cudaFree(dq));
       const gpu::DeviceMemoryStats stats = gpu::memory_stats(*resources);
@@ -459,7 +578,7 @@ int main(int argc, char** argv) {
         });
         char task[96];
         std::snprintf(task, sizeof task, "exact %lldx%lld (%s), k=10", (long long)sh.n, (long long)sh.dim, sh.what);
-        report(task, "host-to-host", t, nq / t.median_ms * 1e3, "QPS");
+        report(task, "host-to-host", t, nq / t.median_ms * 1e3, "QPS", passes_note());
       }
     }
 

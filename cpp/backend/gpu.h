@@ -124,8 +124,26 @@ struct RowFilter {
   int64_t nbits = 0;
 };
 
-// How knn computes distances.
-//   fp32  the default: SGEMM in float32; results as described under knn.
+// How knn computes distances. Every mode returns, for its result rows, the exact float32 distance:
+// the sum over i = 0 .. dim-1, in that order, of (x_i - y_i)^2 (one float subtraction and one fused
+// multiply-add per term; L2), or of x_i y_i (inner product, cosine), computed directly from the
+// float inputs (not as ||x||^2 + ||y||^2 - 2<x, y>). The modes differ in how rows are found:
+//   fp32  the default: the exact result, the k rows of smallest exact distance (largest for
+//         similarities), ties to the smaller row, exactly as ranking every row by that sum would
+//         give. A fast GEMM finds candidates: TF32 tensor cores on the float inputs (SGEMM below 32
+//         queries), k plus a quarter more (at least 16 more) per query, re-ranked by exact distance.
+//         A certificate (cuda/flat/certify.h) proves per query that no other row can be closer: it
+//         bounds the GEMM's error by the rows' TF32 rounding residuals and norms (assuming, as
+//         measurements of Hopper's tensor cores show, sums at least as precise as float's with
+//         truncation, with a 4x margin) and checks the bound against the gap between the k-th exact
+//         distance and the approximate distance of the last candidate. Queries it cannot prove (data with large
+//         offsets next to their spread, near-duplicates, many exact ties) are searched again with
+//         SGEMM and the same certificate, then, if still unproven, by exact distances to every row:
+//         slower, never different. k above 1639 leaves no room for candidates in the selection
+//         (2048): every query is then answered from exact distances to every row (a direct-distance
+//         kernel on the CUDA cores, slower than an SGEMM search).
+//         base_norms, when given, must be the rows' squared norms to float accuracy (relative
+//         error within dim * 2^-23): the certificate trusts them.
 //   tf32  cuBLAS on the float32 data with TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32: inputs
 //         rounded to 10-bit mantissas, float32 accumulation).
 //   fp16  base and queries converted to IEEE half for each call (also a device-resident base or a
@@ -135,14 +153,17 @@ struct RowFilter {
 //         invalid_argument, naming the array (nothing is scaled; bf16 and tf32 take such data).
 //         Magnitudes below about 6e-5 lose precision (subnormals), which the re-ranking below
 //         absorbs unless most of the data is that small. Integers up to 2048 in magnitude (raw
-//         pixels 0..255) are exact.
-//   bf16  as fp16 with bfloat16: the float32 range, 8-bit mantissas; never refused.
+//         pixels 0..255) are exact. The approximate distances go through device memory as half
+//         values too (float32 accumulation, the products scaled by a power of two chosen from the
+//         largest magnitudes so they stay within half's range: -2 <x, y> of pixels reaches 1e8);
+//         a base streamed from host memory (above stream_bytes) uses float distances instead.
+//   bf16  as fp16 with bfloat16: the float32 range, 8-bit mantissas; never refused. Its
+//         approximate distances are bfloat16 values (8-bit mantissas), streamed base included.
 // The fast modes (tf32, fp16, bf16) select an enlarged candidate set per query,
-// knn_candidate_count(k) rows, by the approximate distances, then re-rank the candidates exactly:
-// float32 distances computed directly ((x - y)^2 sums or dot products, not the GEMM form), closest
-// first, ties to the smaller row. Their distances are therefore the exact float32 ones (L2 is not
-// clamped, as it needs no clamping), and a true neighbour is missed only where its approximate rank
-// falls beyond the candidate set (recall@k against fp32: bench/gpu/NOTES.md).
+// knn_candidate_count(k) rows, by the approximate distances, then re-rank the candidates by exact
+// distance, closest first, ties to the smaller row, without a certificate: a true neighbour is
+// missed where its approximate rank falls beyond the candidate set (recall@k against fp32:
+// bench/gpu/NOTES.md).
 using ComputeMode = quiver::ComputeMode;  // cpp/core/compute_mode.h
 
 // The candidates a fast mode re-ranks for k: the k-selection's queue size (a power of two from 32
@@ -151,8 +172,8 @@ using ComputeMode = quiver::ComputeMode;  // cpp/core/compute_mode.h
 // for k outside 1 .. 2048.
 int64_t knn_candidate_count(int64_t k);
 
-// Exact k nearest neighbours of nq queries among n base rows (dim floats each), by GEMM on cuBLAS
-// (FP32, or a fast mode: see ComputeMode) and a fused k-selection.
+// Exact k nearest neighbours of nq queries among n base rows (dim floats each), by GEMMs on cuBLAS,
+// a fused k-selection and an exact re-rank (see ComputeMode).
 //
 // metric      L2 (squared distances, smaller is closer), inner product or cosine (larger is closer;
 //             for cosine the caller passes normalised base rows and queries).
@@ -160,8 +181,8 @@ int64_t knn_candidate_count(int64_t k);
 //             (an index keeps its rows on the device: see DeviceMatrix), or, beyond
 //             ResourcesOptions::stream_bytes, streamed through the device in chunks with the same
 //             results, so a base larger than the GPU's memory can be searched.
-// base_norms  n squared norms of the base rows (L2 only; device or host memory), or nullptr to have
-//             them computed.
+// base_norms  n squared norms of the base rows (L2 only; device or host memory; see fp32 above), or
+//             nullptr to have them computed.
 // queries     nq x dim, host or device memory.
 // k           1 .. 2048; may exceed n.
 // distances, ids
@@ -169,8 +190,8 @@ int64_t knn_candidate_count(int64_t k);
 //             smaller row number; where fewer than k rows exist (or pass the filter), ids are -1 and
 //             distances +inf (L2) or -inf (similarities).
 // n must be below 2^31 - 1 (rows are numbered in 32 bits on the device); larger is unsupported.
-// L2 distances are ||x||^2 + ||y||^2 - 2<x, y> in float, clamped at 0, so near-ties may swap within
-// rounding. Non-finite inputs give unspecified results (NaN distances are never returned).
+// Distances are the exact float32 ones described under ComputeMode. Non-finite inputs give
+// unspecified results (NaN distances are never returned).
 // mode        fp32 by default; invalid_argument for a value outside ComputeMode, and for fp16 when a
 //             base or query value lies beyond half's range.
 void knn(Resources& resources, Metric metric, const float* base, const float* base_norms, int64_t n,

@@ -22,6 +22,10 @@ inline int64_t half_row_stride(int64_t dim) { return (dim + kHalfRowAlign - 1) /
 // to infinity; it is left alone otherwise.
 void launch_to_half(const float* x, int64_t n, int64_t dim, ComputeMode mode, void* out, int* overflow,
                     cudaStream_t stream);
+// The same, and (max_abs_bits not null) atomicMax of the float bits of the largest |rounded value|
+// into *max_abs_bits (a device unsigned, zeroed by the caller): what bounds an fp16 tile's range.
+void launch_to_half(const float* x, int64_t n, int64_t dim, ComputeMode mode, void* out, int* overflow,
+                    unsigned* max_abs_bits, cudaStream_t stream);
 
 // tile (cols x rows, column-major with leading dimension ld: row-major rows x ld) = alpha * y x^T,
 // with y cols x depth and x rows x depth, row-major with row strides ldy and ldx, in the given mode:
@@ -29,9 +33,19 @@ void launch_to_half(const float* x, int64_t n, int64_t dim, ComputeMode mode, vo
 void distance_gemm(cublasHandle_t handle, ComputeMode mode, int64_t cols, int64_t rows, int64_t depth, float alpha,
                    const void* y, int64_t ldy, const void* x, int64_t ldx, float* tile, int64_t ld);
 
+// The fp16 / bf16 GEMM with the tile in the inputs' own 16-bit type (float32 accumulation): half
+// the bytes of a float tile to write and to read back. tile: cols x rows, leading dimension ld.
+void distance_gemm16(cublasHandle_t handle, ComputeMode mode, int64_t cols, int64_t rows, int64_t depth, float alpha,
+                     const void* y, int64_t ldy, const void* x, int64_t ldx, void* tile, int64_t ld);
+
+// The power of two s for an fp16 tile of alpha * s * <x, y>, with dim-long rows whose values are at
+// most max_x and max_y in magnitude: |alpha s <x, y>| <= 32768 (half's largest is 65504).
+float fp16_tile_scale(float alpha, int64_t dim, float max_x, float max_y);
+
 // For nq queries with candidates rows[q * kc + j] (int32 rows, the selection's sentinel for none):
 // keys[q * kc + j] = the exact float32 distance, sum (x - y)^2 for L2 or -<x, y> for similarities
-// (smaller is closer), +inf for none. base: n x dim floats, queries nq x dim, all device memory.
+// (smaller is closer), summed in the one order exact_distances.h defines, +inf for none.
+// base: n x dim floats, queries nq x dim, all device memory. (Defined in exact_distances.cu.)
 void launch_rerank(const float* base, const float* queries, int64_t dim, const int32_t* rows, int64_t nq,
                    int64_t kc, bool l2, float* keys, cudaStream_t stream);
 

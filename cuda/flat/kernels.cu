@@ -66,6 +66,18 @@ __global__ void gather_rows_kernel(const float* x, int64_t dim, const int64_t* r
   }
 }
 
+__global__ void scatter_results_kernel(const float* src_d, const int64_t* src_i, const int64_t* pairs, int64_t count,
+                                       int64_t k, float* distances, int64_t* ids) {
+  const int64_t total = count * k;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t p = i / k, j = i - p * k;
+    const int64_t src = pairs[2 * p] * k + j, dst = pairs[2 * p + 1] * k + j;
+    distances[dst] = src_d[src];
+    ids[dst] = src_i[src];
+  }
+}
+
 }  // namespace
 
 void launch_row_norms(const float* x, int64_t n, int64_t dim, float* out, cudaStream_t stream) {
@@ -95,6 +107,14 @@ void launch_gather_rows(const float* x, int64_t dim, const int64_t* rows, int64_
   if (n == 0) return;
   gather_rows_kernel<<<blocks_for(n * dim), kThreads, 0, stream>>>(x, dim, rows, n, out);
   QV_LAUNCH_CHECK("gather_rows_kernel");
+}
+
+void launch_scatter_results(const float* src_distances, const int64_t* src_ids, const int64_t* pairs, int64_t count,
+                            int64_t k, float* distances, int64_t* ids, cudaStream_t stream) {
+  if (count == 0) return;
+  scatter_results_kernel<<<blocks_for(count * k), kThreads, 0, stream>>>(src_distances, src_ids, pairs, count, k,
+                                                                        distances, ids);
+  QV_LAUNCH_CHECK("scatter_results_kernel");
 }
 
 }  // namespace quiver::gpu

@@ -26,4 +26,9 @@ void launch_fill_missing(float* distances, int64_t* ids, int64_t count, float va
 void launch_gather_rows(const float* x, int64_t dim, const int64_t* rows, int64_t n, float* out,
                         cudaStream_t stream);
 
+// For each of count pairs (src, dst) = (pairs[2i], pairs[2i + 1]): row dst of distances / ids (k
+// entries each) = row src of src_distances / src_ids. Device arrays.
+void launch_scatter_results(const float* src_distances, const int64_t* src_ids, const int64_t* pairs, int64_t count,
+                            int64_t k, float* distances, int64_t* ids, cudaStream_t stream);
+
 }  // namespace quiver::gpu

@@ -1,32 +1,39 @@
-// Exact k-NN on the GPU (gpu.h's knn): the paper's §5.1. Distances come from cuBLAS SGEMM, tile by
-// tile: a tile holds alpha * <x, y> for a block of queries against a block of base rows (alpha = -2
-// for L2, -1 for similarities, so that smaller is always closer). The selection kernel reads each
-// tile once, adds ||y||^2 on the fly for L2 (||x||^2 is constant per query and waits until the end),
-// and continues from the running k best of the query block, so no tile is written twice and the
-// partial results never leave the device. Consecutive tiles alternate between two streams and two
-// buffers: the GEMM of one tile runs while the previous tile is selected.
+// Exact k-NN on the GPU (gpu.h's knn): the paper's §5.1, with a certified float32 mode.
 //
-// Per query tile the work is: GEMM + select for every base tile (the selections chained by an event,
-// since each continues from the previous one), then a finalize kernel that adds ||x||^2, turns keys
-// into distances and rows into 64-bit ids. Results meant for host memory go back on the copy stream
-// while the next query tile computes.
+// A pass ranks rows tile by tile: a tile holds a key for a block of queries against a block of base
+// rows, and the selection kernel reads each tile once and continues from the running kc best of the
+// query block, so no tile is written twice and the partial results never leave the device.
+// Consecutive tiles alternate between two streams and two buffers: the tile of one step is computed
+// while the previous one is selected. Per query tile, after its last base tile: the re-rank (the kc
+// candidates' exact float32 distances, exact_distances.h), a selection of the k best of them, and
+// the finalize (64-bit ids, distances in the metric's units). Results meant for host memory go back
+// on the copy stream while the next query tile computes.
 //
-// The fast modes (gpu.h's ComputeMode) run the same loop with another GEMM (TF32 on the floats, or
-// FP16 / BF16 on half copies made at the start) and a larger k, knn_candidate_count(k); then, per
-// query tile, the candidates' exact float32 distances (compute_modes.h's re-rank), a selection of
-// the k best of them, and the finalize.
+// Tile kinds: a GEMM (cuBLAS SGEMM, TF32, or FP16 / BF16 on half copies made at the start) giving
+// alpha <x, y> (alpha = -2 for L2, whose selection adds ||y||^2, -1 for similarities), or the direct
+// tile of exact distances (exact_distances.h), which needs no re-rank (kc = k).
+//
+// The modes: tf32 / fp16 / bf16 are one GEMM pass with knn_candidate_count(k) candidates. fp32 is
+// certified (certify.h): a TF32 pass (SGEMM for fewer than kMinTf32Queries queries, where it costs
+// the same) whose result a per-query certificate proves equal to the exact one; the queries it
+// cannot prove go through an SGEMM pass with the same certificate (tighter bound), and those still
+// unproven through the direct pass, which ranks every row by its exact distance. k above
+// kMaxCertifiedK leaves no room for candidates beyond k: the direct pass answers every query.
 //
 // A base in host memory larger than the streaming budget (ResourcesOptions::stream_bytes) is not
-// copied whole: it goes through two device chunk buffers, chunk i + 1 copied on the copy stream
-// while chunk i is searched (every query tile against the chunk's base tiles, each query tile's
-// selection continuing from its running best exactly as across base tiles). A chunk is a whole
-// number of base tiles, so every GEMM and selection is the one the unstreamed search runs and the
-// results are identical. Each chunk's norms are computed on the device (or copied from base_norms)
-// and its half copy made there. The fast modes keep their enlarged candidate set across chunks and
-// re-rank at the end from host memory: the candidates' rows are gathered on the host and copied
-// into chunk 0, where the same re-rank kernel reads them (bit-identical keys); fp16's range check
-// then happens after the search, still before any output is written.
+// copied whole: each pass streams it through two device chunk buffers, chunk i + 1 copied on the
+// copy stream while chunk i is searched (every query tile against the chunk's base tiles, each query
+// tile's selection continuing from its running best exactly as across base tiles). A chunk is a
+// whole number of the first pass's base tiles, so that pass runs the GEMMs and selections of the
+// unstreamed search and the fast modes' results are identical (fp16 aside: it streams through
+// float tiles, below); the fp32 mode's are exact either way. Each chunk's norms are computed on the
+// device (or copied from base_norms), its half copy made
+// there, its certificate statistics gathered. Re-ranks of a streamed base read the candidates' rows
+// from host memory: they are gathered on the host and copied into chunk 0, where the same re-rank
+// kernel reads them (bit-identical keys); fp16's range check then happens after the search, still
+// before any output is written.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -34,8 +41,11 @@
 #include "cpp/core/error.h"
 #include "cuda/core/error.h"
 #include "cuda/core/resources.h"
+#include "cuda/flat/certify.h"
 #include "cuda/flat/compute_modes.h"
+#include "cuda/flat/exact_distances.h"
 #include "cuda/flat/kernels.h"
+#include "cuda/flat/knn_passes.h"
 #include "cuda/select/select.h"
 
 namespace quiver::gpu {
@@ -54,6 +64,11 @@ constexpr int64_t kColumnAlign = 128;
 constexpr int64_t kMaxTileColumns = int64_t(1) << 30;
 // Rows of the base are numbered in int32 on the device, with the largest value as "no row".
 constexpr int64_t kMaxRows = std::numeric_limits<int32_t>::max() - 1;
+// Host results up to this size (with the certificate's flags) are copied back at once.
+constexpr int64_t kPackedResultBytes = int64_t(1) << 16;
+// fp32 mode: from this many queries on, the TF32 pass (8x the SGEMM rate) pays for its extra read of
+// the base (the residual statistics); below, an SGEMM pass reads the base about as fast.
+constexpr int64_t kMinTf32Queries = 32;
 
 constexpr int kChainEvent = 0;    // after the latest selection or finalize
 constexpr int kTileDoneEvent = 1;  // and 2: a query tile's results are final (alternating)
@@ -61,7 +76,11 @@ constexpr int kInputsEvent = 3;   // inputs uploaded and norms computed (on stre
 constexpr int kChunkCopiedEvent = 4;  // and 5: a streamed chunk is on the device (copy stream)
 constexpr int kChunkFreeEvent = 6;    // and 7: a streamed chunk's search is done
 constexpr int kChunkReadyEvent = 8;   // the current chunk's norms and half copy (stream 0)
+constexpr int kStatsEvent = 8;        // unstreamed: the certificate's statistics (stream 1)
 static_assert(kChunkReadyEvent < Resources::kEvents, "Resources::kEvents");
+static_assert(certified_candidate_count(kMaxCertifiedK) <= kMaxSelectK &&
+                  certified_candidate_count(kMaxCertifiedK + 1) > kMaxSelectK,
+              "kMaxCertifiedK: the largest k whose candidates fit the selection");
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
@@ -85,57 +104,84 @@ TilePlan plan_tiles(int64_t tile_floats, int64_t nq, int64_t n, int64_t k) {
   return {query_rows, columns};
 }
 
-}  // namespace
+enum class TileKind { sgemm, tf32, fp16, bf16, direct };
 
-void knn(Resources& resources, Metric metric, const float* base, const float* base_norms, int64_t n,
-         int64_t dim, const float* queries, int64_t nq, int64_t k, float* distances, int64_t* ids,
-         const RowFilter& filter, ComputeMode mode) {
-  require(is_valid_metric(static_cast<int32_t>(metric)), "metric: ", static_cast<int32_t>(metric),
-          " is not L2, inner product or cosine");
-  require(dim >= 1, "dim = ", dim, " is not positive");
-  require(n >= 0, "n = ", n, " is negative");
-  require(nq >= 0, "nq = ", nq, " is negative");
-  require(k >= 1 && k <= kMaxSelectK, "k = ", k, " is outside 1 .. ", kMaxSelectK);
-  require(n == 0 || base != nullptr, "base is null");
-  require(nq == 0 || (queries != nullptr && distances != nullptr && ids != nullptr),
-          "queries, distances and ids must not be null");
-  require(filter.nbits >= 0, "filter nbits = ", filter.nbits, " is negative");
-  require(mode == ComputeMode::fp32 || mode == ComputeMode::tf32 || mode == ComputeMode::fp16 ||
-              mode == ComputeMode::bf16,
-          "mode: ", static_cast<int32_t>(mode), " is not fp32, tf32, fp16 or bf16");
-  if (n > kMaxRows) fail(Status::unsupported, "the GPU exact search takes at most ", kMaxRows, " rows (n = ", n, ")");
-  if (nq == 0) return;
+TileKind tile_kind(ComputeMode mode) {
+  switch (mode) {
+    case ComputeMode::fp32: return TileKind::sgemm;
+    case ComputeMode::tf32: return TileKind::tf32;
+    case ComputeMode::fp16: return TileKind::fp16;
+    case ComputeMode::bf16: return TileKind::bf16;
+  }
+  return TileKind::sgemm;
+}
 
-  Session session(resources);
+ComputeMode gemm_mode(TileKind kind) {
+  switch (kind) {
+    case TileKind::tf32: return ComputeMode::tf32;
+    case TileKind::fp16: return ComputeMode::fp16;
+    case TileKind::bf16: return ComputeMode::bf16;
+    default: return ComputeMode::fp32;
+  }
+}
+
+thread_local KnnPassCounts pass_counts;
+
+bool is_half(TileKind kind) { return kind == TileKind::fp16 || kind == TileKind::bf16; }
+
+struct PassSpec {
+  TileKind kind = TileKind::sgemm;
+  int64_t kc = 0;         // candidates per query (k for the direct tile)
+  bool certify = false;   // write per-query certificate flags (certify.h)
+  CertifyModel model;
+};
+
+// What the passes of one knn call share: the inputs, the base on the device (unless streamed) with
+// its norms (L2), the filter.
+struct Shared {
+  Resources* resources = nullptr;
+  bool l2 = true;
+  const float* base = nullptr;
+  const float* base_norms = nullptr;
+  int64_t n = 0, dim = 0;
+  RowFilter filter;
+  MemoryKind base_kind = MemoryKind::host_pageable;
+  bool norms_on_device = false;
+  bool streamed = false;
+  int64_t chunk_rows = 0;  // base rows per streamed chunk
+  const float* y = nullptr;        // the base on the device (not streamed)
+  const float* y_norms = nullptr;  // its squared norms (L2, not streamed)
+  PoolBuffer<float> base_copy, norms_copy;
+  PoolBuffer<uint8_t> filter_copy;
+};
+
+// Host bytes to dst: host memory by memcpy, device memory (one output of two may be) by the runtime.
+void put_from_host(int device, void* dst, const void* src, size_t bytes) {
+  const MemoryKind kind = memory_kind(dst, device);
+  if (kind == MemoryKind::host_pageable || kind == MemoryKind::host_pinned) {
+    std::memcpy(dst, src, bytes);
+  } else {
+    QV_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+  }
+}
+
+void sync_streams(Resources& resources) {
+  for (int i = 0; i < Resources::kStreams; ++i) QV_CUDA_CHECK(cudaStreamSynchronize(resources.stream(i)));
+}
+
+// Decides streaming (chunks of whole tiles of `columns` base rows) and puts the base, its norms and
+// the filter on the device (stream 0).
+void prepare(Shared& sh, int64_t columns, bool half) {
+  Resources& resources = *sh.resources;
   const int device = resources.device();
   DevicePool& pool = resources.pool();
   HostStaging& staging = resources.staging();
   cudaStream_t s0 = resources.stream(0);
-  const bool l2 = metric == Metric::l2;
-  const bool fast = mode != ComputeMode::fp32;
-  const bool half = mode == ComputeMode::fp16 || mode == ComputeMode::bf16;
-  // The selection keeps kc per query: k, or the candidates that the fast modes re-rank.
-  const int64_t kc = fast ? knn_candidate_count(k) : k;
-  const bool outputs_on_device = memory_kind(distances, device) == MemoryKind::device &&
-                                 memory_kind(ids, device) == MemoryKind::device;
-
-  if (n == 0) {
-    const float missing = missing_distance(metric);
-    if (outputs_on_device) {
-      launch_fill_missing(distances, ids, nq * k, missing, s0);
-    } else {
-      std::fill(distances, distances + nq * k, missing);
-      std::fill(ids, ids + nq * k, int64_t{-1});
-    }
-    session.finish();
-    return;
-  }
-
-  // ---- streaming: a host base larger than the budget goes to the device chunk by chunk ----
-  const TilePlan plan = plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, kc);
-  const MemoryKind base_kind = memory_kind(base, device);
-  int64_t chunk_rows = n;  // base rows per chunk; n: the base is not streamed
-  if (base_kind == MemoryKind::host_pageable || base_kind == MemoryKind::host_pinned) {
+  const int64_t n = sh.n, dim = sh.dim;
+  sh.base_kind = memory_kind(sh.base, device);
+  sh.norms_on_device = sh.base_norms != nullptr && memory_kind(sh.base_norms, device) == MemoryKind::device;
+  sh.chunk_rows = n;
+  if (sh.base_kind == MemoryKind::host_pageable || sh.base_kind == MemoryKind::host_pinned) {
     int64_t budget = resources.stream_bytes();
     if (budget == 0) {
       size_t free_bytes = 0, total_bytes = 0;
@@ -143,49 +189,69 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
       budget = int64_t(free_bytes / 4);
     }
     if (n * dim * int64_t(sizeof(float)) > budget) {
-      // Two chunks of rows, each row with its floats, its half copy and its norm. A chunk is a whole
-      // number of base tiles (at least one), so every GEMM and selection is the one the unstreamed
-      // search runs, on the same rows: the results are identical.
+      // Two chunks of rows, each row with its floats, its half copy and its norm.
       const int64_t row_bytes =
-          2 * (dim * int64_t(sizeof(float)) + (half ? half_row_stride(dim) * 2 : 0) + (l2 ? 4 : 0));
-      chunk_rows = std::max<int64_t>(1, budget / row_bytes / plan.columns) * plan.columns;
-      if (chunk_rows >= n) chunk_rows = n;
+          2 * (dim * int64_t(sizeof(float)) + (half ? half_row_stride(dim) * 2 : 0) + (sh.l2 ? 4 : 0));
+      sh.chunk_rows = std::max<int64_t>(1, budget / row_bytes / columns) * columns;
+      if (sh.chunk_rows >= n) sh.chunk_rows = n;
     }
   }
-  const bool streamed = chunk_rows < n;
-
-  // ---- inputs on the device (stream 0) ----
-  PoolBuffer<float> base_copy;
-  const float* y = base;
-  PoolBuffer<float> norms_copy;
-  const float* y_norms = nullptr;
-  const bool norms_on_device = base_norms != nullptr && memory_kind(base_norms, device) == MemoryKind::device;
-  if (!streamed) {
-    if (base_kind != MemoryKind::device) {
-      base_copy = PoolBuffer<float>(pool, n * dim);
-      copy_to_device(staging, device, base_copy.get(), base, size_t(n * dim) * sizeof(float), s0);
-      y = base_copy.get();
+  sh.streamed = sh.chunk_rows < n;
+  if (!sh.streamed) {
+    sh.y = sh.base;
+    if (sh.base_kind != MemoryKind::device) {
+      sh.base_copy = PoolBuffer<float>(pool, n * dim);
+      copy_to_device(staging, device, sh.base_copy.get(), sh.base, size_t(n * dim) * sizeof(float), s0);
+      sh.y = sh.base_copy.get();
     }
-    if (l2) {
-      if (norms_on_device) {
-        y_norms = base_norms;
+    if (sh.l2) {
+      if (sh.norms_on_device) {
+        sh.y_norms = sh.base_norms;
       } else {
-        norms_copy = PoolBuffer<float>(pool, n);
-        if (base_norms != nullptr) {
-          copy_to_device(staging, device, norms_copy.get(), base_norms, size_t(n) * sizeof(float), s0);
+        sh.norms_copy = PoolBuffer<float>(pool, n);
+        if (sh.base_norms != nullptr) {
+          copy_to_device(staging, device, sh.norms_copy.get(), sh.base_norms, size_t(n) * sizeof(float), s0);
         } else {
-          launch_row_norms(y, n, dim, norms_copy.get(), s0);
+          launch_row_norms(sh.y, n, dim, sh.norms_copy.get(), s0);
         }
-        y_norms = norms_copy.get();
+        sh.y_norms = sh.norms_copy.get();
       }
     }
   }
-  PoolBuffer<uint8_t> filter_copy;
-  if (filter.bits != nullptr) {
-    const int64_t bytes = std::max<int64_t>(1, (filter.nbits + 7) / 8);
-    filter_copy = PoolBuffer<uint8_t>(pool, bytes);
-    if (filter.nbits > 0) copy_to_device(staging, device, filter_copy.get(), filter.bits, size_t(bytes), s0);
+  if (sh.filter.bits != nullptr) {
+    const int64_t bytes = std::max<int64_t>(1, (sh.filter.nbits + 7) / 8);
+    sh.filter_copy = PoolBuffer<uint8_t>(pool, bytes);
+    if (sh.filter.nbits > 0) copy_to_device(staging, device, sh.filter_copy.get(), sh.filter.bits, size_t(bytes), s0);
   }
+}
+
+// One pass over the base for nq queries (host or device memory): distances and ids (nq x k, host or
+// device) written, and with spec.certify, (*flags)[q] = whether query q's result is certified.
+// Returns with every stream idle.
+void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const PassSpec& spec, float* distances,
+              int64_t* ids, std::vector<uint8_t>* flags) {
+  Resources& resources = *sh.resources;
+  const int device = resources.device();
+  DevicePool& pool = resources.pool();
+  HostStaging& staging = resources.staging();
+  cudaStream_t s0 = resources.stream(0);
+  const bool l2 = sh.l2;
+  const int64_t n = sh.n, dim = sh.dim;
+  const float* base = sh.base;
+  const float* base_norms = sh.base_norms;
+  const bool direct = spec.kind == TileKind::direct;
+  const bool half = is_half(spec.kind);
+  const ComputeMode mode = gemm_mode(spec.kind);
+  const int64_t kc = spec.kc;
+  const bool streamed = sh.streamed;
+  const int64_t chunk_rows = sh.chunk_rows;
+  const bool norms_on_device = sh.norms_on_device;
+  const float* y = sh.y;
+  const float* y_norms = sh.y_norms;
+  const bool outputs_on_device = memory_kind(distances, device) == MemoryKind::device &&
+                                 memory_kind(ids, device) == MemoryKind::device;
+  const TilePlan plan = plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, kc);
+
   PoolBuffer<float> query_copy;
   const float* x = queries;
   if (memory_kind(queries, device) != MemoryKind::device) {
@@ -193,40 +259,71 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
     copy_to_device(staging, device, query_copy.get(), queries, size_t(nq * dim) * sizeof(float), s0);
     x = query_copy.get();
   }
-  PoolBuffer<float> query_norms;
-  if (l2 && !fast) {  // the re-rank computes whole distances
-    query_norms = PoolBuffer<float>(pool, nq);
-    launch_row_norms(x, nq, dim, query_norms.get(), s0);
-  }
   // The GEMM's operands: the floats, or their half copies (rows padded to half_row_stride).
   const void* gemm_y = y;
   const void* gemm_x = x;
   int64_t depth = dim;
   PoolBuffer<uint16_t> base_half, query_half;
-  PoolBuffer<int> overflow;  // base, queries
+  PoolBuffer<int> overflow;  // base, queries; then (16-bit tiles, fp16) their largest magnitudes' bits
+  // 16-bit distance tiles (bf16, and fp16 on an unstreamed base): the GEMM writes its tile in the
+  // inputs' type and the selection reads it: half the bytes of a float tile each way. The candidates
+  // are re-ranked exactly as with float tiles. fp16 tiles hold alpha * tile_scale * <x, y>, the power
+  // of two tile_scale keeping every entry within half's range (fp16_tile_scale, from the largest
+  // magnitudes of the base and queries); a streamed base's are not known before its first tile, so
+  // fp16 streams through float tiles (its candidates may then differ from the unstreamed search's).
+  const bool key16 = half && (!streamed || mode == ComputeMode::bf16);
+  float tile_scale = 1.f;
+  int flags_h[4] = {0, 0, 0, 0};
   // fp16: refuses values beyond half's range (after the conversions queued on s0).
   auto check_overflow = [&] {
     if (mode != ComputeMode::fp16) return;
-    int flags[2] = {0, 0};
-    QV_CUDA_CHECK(cudaMemcpyAsync(flags, overflow.get(), sizeof flags, cudaMemcpyDeviceToHost, s0));
+    QV_CUDA_CHECK(cudaMemcpyAsync(flags_h, overflow.get(), sizeof flags_h, cudaMemcpyDeviceToHost, s0));
     QV_CUDA_CHECK(cudaStreamSynchronize(s0));
-    if (flags[0] != 0 || flags[1] != 0)
-      fail(Status::invalid_argument, "mode fp16: ", flags[0] != 0 ? "base" : "query",
+    if (flags_h[0] != 0 || flags_h[1] != 0)
+      fail(Status::invalid_argument, "mode fp16: ", flags_h[0] != 0 ? "base" : "query",
            " values beyond the half-precision range (magnitude above 65504); use bf16, tf32 or fp32");
   };
   if (half) {
     depth = half_row_stride(dim);
     query_half = PoolBuffer<uint16_t>(pool, nq * depth);
-    overflow = PoolBuffer<int>(pool, 2);
-    QV_CUDA_CHECK(cudaMemsetAsync(overflow.get(), 0, 2 * sizeof(int), s0));
-    launch_to_half(x, nq, dim, mode, query_half.get(), overflow.get() + 1, s0);
+    overflow = PoolBuffer<int>(pool, 4);
+    QV_CUDA_CHECK(cudaMemsetAsync(overflow.get(), 0, 4 * sizeof(int), s0));
+    unsigned* max_abs =
+        key16 && mode == ComputeMode::fp16 ? reinterpret_cast<unsigned*>(overflow.get() + 2) : nullptr;
+    launch_to_half(x, nq, dim, mode, query_half.get(), overflow.get() + 1, max_abs ? max_abs + 1 : nullptr, s0);
     if (!streamed) {
       base_half = PoolBuffer<uint16_t>(pool, n * depth);
-      launch_to_half(y, n, dim, mode, base_half.get(), overflow.get(), s0);
+      launch_to_half(y, n, dim, mode, base_half.get(), overflow.get(), max_abs, s0);
       check_overflow();
       gemm_y = base_half.get();
+      if (mode == ComputeMode::fp16) {
+        float max_y = 0.f, max_x = 0.f;
+        std::memcpy(&max_y, &flags_h[2], sizeof max_y);
+        std::memcpy(&max_x, &flags_h[3], sizeof max_x);
+        tile_scale = fp16_tile_scale(l2 ? -2.f : -1.f, dim, max_x, max_y);
+      }
     }
     gemm_x = query_half.get();
+  }
+
+  // ---- the certificate's statistics (certify.h) ----
+  PoolBuffer<double> query_stats;
+  PoolBuffer<unsigned> base_stats;
+  PoolBuffer<uint8_t> flags_device;
+  // L2 on exact float inputs needs only max ||y||^2, which the norms give without reading the rows.
+  const bool stats_read_rows = spec.model.rounded_inputs || !l2;
+  const float norms_scale = static_cast<float>(1 + 2 * spec.model.norms);
+  auto gather_base_stats = [&](const float* rows, const float* norms, int64_t count, cudaStream_t stream) {
+    if (stats_read_rows) {
+      launch_base_stats(rows, count, dim, base_stats.get(), stream);
+    } else {
+      launch_norms_max(norms, count, norms_scale, base_stats.get(), stream);
+    }
+  };
+  if (spec.certify) {
+    query_stats = PoolBuffer<double>(pool, 2 * nq);
+    base_stats = PoolBuffer<unsigned>(pool, kBaseStatsCount);
+    flags_device = PoolBuffer<uint8_t>(pool, nq);
   }
 
   // ---- buffers of the search ----
@@ -236,48 +333,65 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
   int64_t workspace_bytes = 0;
   int64_t rerank_workspace_bytes = 0;
   for (int64_t rows : {plan.query_rows, last_query_rows}) {
-    for (int64_t cols : {plan.columns, last_columns})
-      workspace_bytes = std::max(workspace_bytes, select_workspace_bytes<int32_t>(resources.limits(), rows, cols, kc));
-    if (fast)
+    for (int64_t cols : {plan.columns, last_columns, std::min(plan.columns, chunk_rows % plan.columns)}) {
+      if (cols > 0)
+        workspace_bytes =
+            std::max(workspace_bytes, select_workspace_bytes<int32_t>(resources.limits(), rows, cols, kc));
+    }
+    if (!direct)
       rerank_workspace_bytes =
           std::max(rerank_workspace_bytes, select_workspace_bytes<int32_t>(resources.limits(), rows, kc, k));
   }
   PoolBuffer<float> tiles[2];
-  const int64_t tile_entries = plan.query_rows * round_up(plan.columns, 4);
+  // A 16-bit tile's rows start 16-byte aligned (ld a multiple of 8); it takes half the floats.
+  const int64_t tile_align = key16 ? 8 : 4;
+  const int64_t tile_entries =
+      plan.query_rows * round_up(plan.columns, tile_align) / (key16 ? 2 : 1);
   tiles[0] = PoolBuffer<float>(pool, tile_entries);
   tiles[1] = PoolBuffer<float>(pool, tile_entries);
   PoolBuffer<char> workspace(pool, workspace_bytes);
   PoolBuffer<float> best_keys(pool, nq * kc);  // the running kc best of each query
   PoolBuffer<int32_t> best_rows(pool, nq * kc);
-  PoolBuffer<float> rerank_keys, final_keys;  // fast modes: exact keys of the candidates, the k best
+  PoolBuffer<float> rerank_keys, final_keys;  // exact keys of the candidates, the k best
   PoolBuffer<int32_t> final_rows;
   PoolBuffer<char> rerank_workspace;
-  if (fast) {
+  if (!direct) {
     rerank_keys = PoolBuffer<float>(pool, nq * kc);
     final_keys = PoolBuffer<float>(pool, nq * k);
     final_rows = PoolBuffer<int32_t>(pool, nq * k);
     rerank_workspace = PoolBuffer<char>(pool, rerank_workspace_bytes);
   }
-  // Streaming: two chunks (floats, norms, half copies); the fast modes' re-rank later gathers the
-  // candidates' rows on the host into chunk 0, gather_queries queries at a time, with their
-  // positions in gather_rows.
+  // Streaming: two chunks (floats, norms, half copies); the re-rank later gathers the candidates'
+  // rows on the host into chunk 0, gather_queries queries at a time, with their positions in
+  // gather_rows.
+  const bool chunk_needs_norms = l2 && !direct && !norms_on_device;
   PoolBuffer<float> chunk_floats[2], chunk_norms[2];
   PoolBuffer<uint16_t> chunk_half[2];
   PoolBuffer<int32_t> gather_rows;
-  const int64_t gather_queries = std::max<int64_t>(1, chunk_rows / kc);  // streamed: chunk_rows >= kc
+  const int64_t gather_queries = std::max<int64_t>(1, chunk_rows / kc);
   if (streamed) {
     for (int b = 0; b < 2; ++b) {
       chunk_floats[b] = PoolBuffer<float>(pool, chunk_rows * dim);
-      if (l2 && !norms_on_device) chunk_norms[b] = PoolBuffer<float>(pool, chunk_rows);
+      if (chunk_needs_norms) chunk_norms[b] = PoolBuffer<float>(pool, chunk_rows);
       if (half) chunk_half[b] = PoolBuffer<uint16_t>(pool, chunk_rows * depth);
     }
-    if (fast) gather_rows = PoolBuffer<int32_t>(pool, gather_queries * kc);
+    if (!direct) gather_rows = PoolBuffer<int32_t>(pool, gather_queries * kc);
   }
   PoolBuffer<float> out_distances;
   PoolBuffer<int64_t> out_ids;
   float* result_d = distances;
   int64_t* result_i = ids;
-  if (!outputs_on_device) {
+  uint8_t* result_flags = flags_device.get();
+  // Small host results (one query tile) come back with the flags in one copy: one round trip.
+  const int64_t packed_bytes = nq * k * int64_t(sizeof(int64_t) + sizeof(float)) + (spec.certify ? nq : 0);
+  const bool packed = !outputs_on_device && nq <= plan.query_rows && packed_bytes <= kPackedResultBytes;
+  PoolBuffer<char> packed_results;
+  if (packed) {
+    packed_results = PoolBuffer<char>(pool, packed_bytes);
+    result_i = reinterpret_cast<int64_t*>(packed_results.get());  // 8-byte entries first: all aligned
+    result_d = reinterpret_cast<float*>(result_i + nq * k);
+    if (spec.certify) result_flags = reinterpret_cast<uint8_t*>(result_d + nq * k);
+  } else if (!outputs_on_device) {
     out_distances = PoolBuffer<float>(pool, nq * k);
     out_ids = PoolBuffer<int64_t>(pool, nq * k);
     result_d = out_distances.get();
@@ -287,6 +401,17 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
   // Stream 1 starts after the inputs are ready.
   QV_CUDA_CHECK(cudaEventRecord(resources.event(kInputsEvent), s0));
   QV_CUDA_CHECK(cudaStreamWaitEvent(resources.stream(1), resources.event(kInputsEvent), 0));
+  // The certificate's statistics: an unstreamed base's on stream 1, beside the first tile (stream 0),
+  // off the critical path of small searches; a streamed base's with each chunk (stream 0).
+  if (spec.certify) {
+    cudaStream_t s1 = resources.stream(1);
+    QV_CUDA_CHECK(cudaMemsetAsync(base_stats.get(), 0, kBaseStatsCount * sizeof(unsigned), s1));
+    launch_query_stats(x, nq, dim, query_stats.get(), s1);
+    if (!streamed) gather_base_stats(y, y_norms, n, s1);
+    QV_CUDA_CHECK(cudaEventRecord(resources.event(kStatsEvent), s1));
+    // Stream 0's chunk statistics follow the zeroing.
+    if (streamed) QV_CUDA_CHECK(cudaStreamWaitEvent(s0, resources.event(kStatsEvent), 0));
+  }
 
   const float alpha = l2 ? -2.f : -1.f;
   const size_t gemm_value_bytes = half ? sizeof(uint16_t) : sizeof(float);
@@ -301,32 +426,44 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
   };
 
   int64_t step = 0;  // tiles so far; its parity picks the stream and the buffer
-  // GEMM + selection of one tile: queries [q0, q0 + rows) against base rows [c0, c0 + cols), whose
-  // GEMM operand starts at tile_y and whose norms (L2) at bias. Returns the stream it ran on.
+  // Tile + selection: queries [q0, q0 + rows) against base rows [c0, c0 + cols), whose tile operand
+  // starts at tile_y and whose norms (L2 GEMM tiles) at bias. Returns the stream it ran on.
   auto search_tile = [&](int64_t q0, int64_t rows, int64_t c0, int64_t cols, const void* tile_y,
                          const float* bias) {
-    const int64_t ld = round_up(cols, 4);
+    const int64_t ld = round_up(cols, tile_align);
     const int slot = static_cast<int>(step & 1);
     cudaStream_t stream = resources.stream(slot);
     float* tile = tiles[slot].get();
     // The tile buffer is free: the selection that last read it ran on this same stream.
-    distance_gemm(resources.blas(slot), mode, cols, rows, depth, alpha, tile_y, depth,
-                  static_cast<const char*>(gemm_x) + size_t(q0 * depth) * gemm_value_bytes, depth, tile, ld);
+    if (direct) {
+      launch_direct_tile(x + q0 * dim, static_cast<const float*>(tile_y), rows, cols, dim, l2, tile, ld, stream);
+    } else if (key16) {
+      distance_gemm16(resources.blas(slot), mode, cols, rows, depth, alpha * tile_scale, tile_y, depth,
+                      static_cast<const char*>(gemm_x) + size_t(q0 * depth) * gemm_value_bytes, depth, tile, ld);
+    } else {
+      distance_gemm(resources.blas(slot), mode, cols, rows, depth, alpha, tile_y, depth,
+                    static_cast<const char*>(gemm_x) + size_t(q0 * depth) * gemm_value_bytes, depth, tile, ld);
+    }
     // Selections run in order: each continues from the previous one's results (and they share
     // the workspace).
     if (step > 0) QV_CUDA_CHECK(cudaStreamWaitEvent(stream, resources.event(kChainEvent), 0));
     SelectRequest<int32_t> request;
     request.keys = tile;
+    if (key16) {
+      request.key_format = mode == ComputeMode::fp16 ? KeyFormat::f16 : KeyFormat::bf16;
+      request.keys16 = tile;
+      request.key_scale = 1.f / tile_scale;
+    }
     request.ld = ld;
     request.rows = rows;
     request.cols = cols;
     request.k = kc;
-    request.column_bias = bias;
+    request.column_bias = direct ? nullptr : bias;
     request.id_base = c0;
     request.prev_keys = c0 > 0 ? best_keys.get() + q0 * kc : nullptr;
     request.prev_ids = c0 > 0 ? best_rows.get() + q0 * kc : nullptr;
-    request.filter = filter.bits != nullptr ? filter_copy.get() : nullptr;
-    request.filter_bits = filter.nbits;
+    request.filter = sh.filter.bits != nullptr ? sh.filter_copy.get() : nullptr;
+    request.filter_bits = sh.filter.nbits;
     request.out_keys = best_keys.get() + q0 * kc;
     request.out_ids = best_rows.get() + q0 * kc;
     request.keep_missing_as_sentinel = true;
@@ -336,9 +473,9 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
     return stream;
   };
 
-  // Streamed fast modes: the candidates' exact keys from the host base. The candidate rows come to
-  // the host, their vectors are gathered there and copied into chunk 0 (free once the search is
-  // done: `stream` follows the last selection), and the same re-rank kernel reads them there.
+  // Streamed re-rank: the candidates' exact keys from the host base. The candidate rows come to the
+  // host, their vectors are gathered there and copied into chunk 0 (free once the search is done:
+  // `stream` follows the last selection), and the same re-rank kernel reads them there.
   std::vector<int32_t> candidates, positions;
   std::vector<float> gathered;
   auto rerank_from_host = [&](int64_t q0, int64_t rows, cudaStream_t stream) {
@@ -366,14 +503,20 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
 
   int64_t pending = -1;  // query tile whose results still go to the host
   int64_t pending_rows = 0;
-  // The end of query tile t (its selections done, on `stream`): finalize, or re-rank then finalize;
-  // then the previous tile's results go to the host.
+  // The end of query tile t (its selections done, on `stream`): the finalize, or the re-rank, the k
+  // best of the candidates, the certificate and the finalize; then the previous tile's results go
+  // to the host.
   auto finish_query_tile = [&](int64_t q0, int64_t rows, int64_t t, cudaStream_t stream) {
-    if (!fast) {
-      launch_finalize(best_keys.get() + q0 * k, best_rows.get() + q0 * k, rows, k,
-                      l2 ? query_norms.get() + q0 : nullptr, l2, result_d + q0 * k, result_i + q0 * k, stream);
+    if (spec.certify && !streamed) QV_CUDA_CHECK(cudaStreamWaitEvent(stream, resources.event(kStatsEvent), 0));
+    if (direct) {  // kc == k; the keys are whole distances
+      launch_finalize(best_keys.get() + q0 * k, best_rows.get() + q0 * k, rows, k, nullptr, l2, result_d + q0 * k,
+                      result_i + q0 * k, stream);
+    } else if (!streamed && kc <= kSmallFinishCandidates) {
+      launch_finish_small(y, x + q0 * dim, dim, best_keys.get() + q0 * kc, best_rows.get() + q0 * kc, kc, k, rows, l2,
+                          spec.certify ? &spec.model : nullptr, spec.certify ? query_stats.get() + 2 * q0 : nullptr,
+                          base_stats.get(), spec.certify ? result_flags + q0 : nullptr, result_d + q0 * k,
+                          result_i + q0 * k, stream);
     } else {
-      // The candidates' exact distances, the k best of them (ties to the smaller row), the finalize.
       if (streamed) {
         rerank_from_host(q0, rows, stream);
       } else {
@@ -391,11 +534,15 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
       rerank.out_ids = final_rows.get() + q0 * k;
       rerank.keep_missing_as_sentinel = true;
       select_rows(rerank, resources.limits(), rerank_workspace.get(), stream);
+      if (spec.certify)
+        launch_certify(spec.model, best_keys.get() + q0 * kc, best_rows.get() + q0 * kc, kc,
+                       final_keys.get() + q0 * k, final_rows.get() + q0 * k, k, rows, query_stats.get() + 2 * q0,
+                       base_stats.get(), result_flags + q0, stream);
       launch_finalize(final_keys.get() + q0 * k, final_rows.get() + q0 * k, rows, k, nullptr, l2,
                       result_d + q0 * k, result_i + q0 * k, stream);
     }
     QV_CUDA_CHECK(cudaEventRecord(resources.event(kChainEvent), stream));
-    if (!outputs_on_device) {
+    if (!outputs_on_device && !packed) {
       QV_CUDA_CHECK(cudaEventRecord(resources.event(kTileDoneEvent + int(t & 1)), stream));
       if (pending >= 0) download(pending, pending_rows, int((t - 1) & 1));
       pending = q0;
@@ -427,7 +574,7 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
       if (chunk >= 2) QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, resources.event(kChunkFreeEvent + b), 0));
       copy_to_device(staging, device, chunk_floats[b].get(), base + r0 * dim, size_t(count * dim) * sizeof(float),
                      copy_stream);
-      if (l2 && base_norms != nullptr && !norms_on_device)
+      if (chunk_needs_norms && base_norms != nullptr)
         copy_to_device(staging, device, chunk_norms[b].get(), base_norms + r0, size_t(count) * sizeof(float),
                        copy_stream);
       QV_CUDA_CHECK(cudaEventRecord(resources.event(kChunkCopiedEvent + b), copy_stream));
@@ -438,11 +585,11 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
       const int b = static_cast<int>(chunk & 1);
       const int64_t r0 = chunk * chunk_rows;
       const int64_t count = std::min(chunk_rows, n - r0);
-      // The chunk's norms and half copy on stream 0, then stream 1 may start on it.
+      // The chunk's norms, half copy and statistics on stream 0, then stream 1 may start on it.
       QV_CUDA_CHECK(cudaStreamWaitEvent(s0, resources.event(kChunkCopiedEvent + b), 0));
       const float* chunk_y = chunk_floats[b].get();
       const float* bias = nullptr;
-      if (l2) {
+      if (l2 && !direct) {
         if (norms_on_device) {
           bias = base_norms + r0;
         } else {
@@ -450,6 +597,7 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
           bias = chunk_norms[b].get();
         }
       }
+      if (spec.certify) gather_base_stats(chunk_y, bias, count, s0);
       const void* chunk_gemm_y = chunk_y;
       if (half) {
         launch_to_half(chunk_y, count, dim, mode, chunk_half[b].get(), overflow.get(), s0);
@@ -465,17 +613,228 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
                                bias != nullptr ? bias + c : nullptr);
         }
       }
-      // Every GEMM of the chunk precedes its selection, and the selections are chained: after the
+      // Every tile of the chunk precedes its selection, and the selections are chained: after the
       // last one, the chunk's buffers are free.
       QV_CUDA_CHECK(cudaEventRecord(resources.event(kChunkFreeEvent + b), stream));
       if (chunk + 1 < chunks) upload(chunk + 1);
     }
     if (half) check_overflow();
+    // The statistics (stream 0) precede the certificates.
+    if (spec.certify) {
+      QV_CUDA_CHECK(cudaEventRecord(resources.event(kChunkReadyEvent), s0));
+      QV_CUDA_CHECK(cudaStreamWaitEvent(stream, resources.event(kChunkReadyEvent), 0));
+    }
     for (int64_t q0 = 0, t = 0; q0 < nq; q0 += plan.query_rows, ++t)
       finish_query_tile(q0, std::min(plan.query_rows, nq - q0), t, stream);
   }
   if (pending >= 0) download(pending, pending_rows, int(((nq - 1) / plan.query_rows) & 1));
-  session.finish();
+  if (flags != nullptr) flags->resize(size_t(nq));
+  // The results and flags are written before the last chain event.
+  if (packed) {
+    std::vector<char> host(static_cast<size_t>(packed_bytes));
+    QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, resources.event(kChainEvent), 0));
+    copy_from_device(staging, device, host.data(), packed_results.get(), host.size(), copy_stream);
+    const auto* host_ids = reinterpret_cast<const int64_t*>(host.data());
+    const auto* host_distances = reinterpret_cast<const float*>(host_ids + nq * k);
+    put_from_host(device, ids, host_ids, size_t(nq * k) * sizeof(int64_t));
+    put_from_host(device, distances, host_distances, size_t(nq * k) * sizeof(float));
+    if (flags != nullptr) std::copy_n(reinterpret_cast<const uint8_t*>(host_distances + nq * k), nq, flags->begin());
+  } else if (flags != nullptr) {
+    QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, resources.event(kChainEvent), 0));
+    copy_from_device(staging, device, flags->data(), flags_device.get(), size_t(nq), copy_stream);
+  }
+  // Later passes reuse the pool's blocks: nothing of this pass may still be running.
+  sync_streams(resources);
 }
+
+// A pass for the queries `list` (rows of queries, host or device as the caller's) whose results
+// replace those rows of distances / ids. With spec.certify only the certified rows are replaced;
+// returns the others.
+std::vector<int64_t> run_subset(Shared& sh, const float* queries, const std::vector<int64_t>& list, int64_t k,
+                                const PassSpec& spec, float* distances, int64_t* ids) {
+  Resources& resources = *sh.resources;
+  const int device = resources.device();
+  DevicePool& pool = resources.pool();
+  HostStaging& staging = resources.staging();
+  cudaStream_t s0 = resources.stream(0);
+  const int64_t m = static_cast<int64_t>(list.size()), dim = sh.dim;
+  const bool queries_on_device = memory_kind(queries, device) == MemoryKind::device;
+  const bool outputs_on_device = memory_kind(distances, device) == MemoryKind::device &&
+                                 memory_kind(ids, device) == MemoryKind::device;
+
+  PoolBuffer<int64_t> list_device;
+  PoolBuffer<float> device_queries;
+  std::vector<float> host_queries;
+  const float* sub_queries = nullptr;
+  if (queries_on_device) {
+    list_device = PoolBuffer<int64_t>(pool, m);
+    device_queries = PoolBuffer<float>(pool, m * dim);
+    copy_to_device(staging, device, list_device.get(), list.data(), size_t(m) * sizeof(int64_t), s0);
+    launch_gather_rows(queries, dim, list_device.get(), m, device_queries.get(), s0);
+    sub_queries = device_queries.get();
+  } else {
+    // Host memory is read in place; another device's memory row by row (a rare case).
+    const bool host = memory_kind(queries, device) != MemoryKind::other_device;
+    host_queries.resize(size_t(m * dim));
+    for (int64_t i = 0; i < m; ++i) {
+      if (host) {
+        std::copy(queries + list[i] * dim, queries + (list[i] + 1) * dim, host_queries.begin() + i * dim);
+      } else {
+        QV_CUDA_CHECK(cudaMemcpy(host_queries.data() + i * dim, queries + list[i] * dim, size_t(dim) * sizeof(float),
+                                 cudaMemcpyDefault));
+      }
+    }
+    sub_queries = host_queries.data();
+  }
+  PoolBuffer<float> device_d;
+  PoolBuffer<int64_t> device_i;
+  std::vector<float> host_d;
+  std::vector<int64_t> host_i;
+  float* sub_d;
+  int64_t* sub_i;
+  if (outputs_on_device) {
+    device_d = PoolBuffer<float>(pool, m * k);
+    device_i = PoolBuffer<int64_t>(pool, m * k);
+    sub_d = device_d.get();
+    sub_i = device_i.get();
+  } else {
+    host_d.resize(size_t(m * k));
+    host_i.resize(size_t(m * k));
+    sub_d = host_d.data();
+    sub_i = host_i.data();
+  }
+  std::vector<uint8_t> flags;
+  run_pass(sh, sub_queries, m, k, spec, sub_d, sub_i, spec.certify ? &flags : nullptr);
+
+  std::vector<int64_t> still, pairs;  // pairs: (position in the subset, row of the outputs)
+  for (int64_t i = 0; i < m; ++i) {
+    if (spec.certify && flags[size_t(i)] == 0) {
+      still.push_back(list[size_t(i)]);
+    } else {
+      pairs.push_back(i);
+      pairs.push_back(list[size_t(i)]);
+    }
+  }
+  const int64_t taken = static_cast<int64_t>(pairs.size() / 2);
+  if (taken > 0) {
+    if (outputs_on_device) {
+      PoolBuffer<int64_t> pairs_device(pool, 2 * taken);
+      copy_to_device(staging, device, pairs_device.get(), pairs.data(), pairs.size() * sizeof(int64_t), s0);
+      launch_scatter_results(sub_d, sub_i, pairs_device.get(), taken, k, distances, ids, s0);
+      QV_CUDA_CHECK(cudaStreamSynchronize(s0));
+    } else {
+      // Host outputs are written in place; device memory (one array of the two, or another
+      // device's) row by row, a rare case.
+      auto put = [&](auto* dst, const auto* src) {
+        const MemoryKind kind = memory_kind(dst, device);
+        const bool host = kind == MemoryKind::host_pageable || kind == MemoryKind::host_pinned;
+        for (int64_t p = 0; p < taken; ++p) {
+          const int64_t from = pairs[size_t(2 * p)], to = pairs[size_t(2 * p + 1)];
+          if (host) {
+            std::copy(src + from * k, src + (from + 1) * k, dst + to * k);
+          } else {
+            QV_CUDA_CHECK(cudaMemcpy(dst + to * k, src + from * k, size_t(k) * sizeof(*src), cudaMemcpyDefault));
+          }
+        }
+      };
+      put(distances, sub_d);
+      put(ids, sub_i);
+    }
+  }
+  return still;
+}
+
+}  // namespace
+
+void knn(Resources& resources, Metric metric, const float* base, const float* base_norms, int64_t n,
+         int64_t dim, const float* queries, int64_t nq, int64_t k, float* distances, int64_t* ids,
+         const RowFilter& filter, ComputeMode mode) {
+  require(is_valid_metric(static_cast<int32_t>(metric)), "metric: ", static_cast<int32_t>(metric),
+          " is not L2, inner product or cosine");
+  require(dim >= 1, "dim = ", dim, " is not positive");
+  require(n >= 0, "n = ", n, " is negative");
+  require(nq >= 0, "nq = ", nq, " is negative");
+  require(k >= 1 && k <= kMaxSelectK, "k = ", k, " is outside 1 .. ", kMaxSelectK);
+  require(n == 0 || base != nullptr, "base is null");
+  require(nq == 0 || (queries != nullptr && distances != nullptr && ids != nullptr),
+          "queries, distances and ids must not be null");
+  require(filter.nbits >= 0, "filter nbits = ", filter.nbits, " is negative");
+  require(mode == ComputeMode::fp32 || mode == ComputeMode::tf32 || mode == ComputeMode::fp16 ||
+              mode == ComputeMode::bf16,
+          "mode: ", static_cast<int32_t>(mode), " is not fp32, tf32, fp16 or bf16");
+  if (n > kMaxRows) fail(Status::unsupported, "the GPU exact search takes at most ", kMaxRows, " rows (n = ", n, ")");
+  pass_counts = KnnPassCounts{};
+  if (nq == 0) return;
+
+  Session session(resources);
+  const int device = resources.device();
+  const bool l2 = metric == Metric::l2;
+  if (n == 0) {
+    const float missing = missing_distance(metric);
+    if (memory_kind(distances, device) == MemoryKind::device && memory_kind(ids, device) == MemoryKind::device) {
+      launch_fill_missing(distances, ids, nq * k, missing, resources.stream(0));
+    } else {
+      std::fill(distances, distances + nq * k, missing);
+      std::fill(ids, ids + nq * k, int64_t{-1});
+    }
+    session.finish();
+    return;
+  }
+
+  PassSpec first;
+  if (mode != ComputeMode::fp32) {
+    first.kind = tile_kind(mode);
+    first.kc = knn_candidate_count(k);
+  } else if (k > kMaxCertifiedK) {
+    first.kind = TileKind::direct;
+    first.kc = k;
+  } else {
+    first.kind = nq >= kMinTf32Queries ? TileKind::tf32 : TileKind::sgemm;
+    first.kc = certified_candidate_count(k);
+    first.certify = true;
+    first.model = certify_model(first.kind == TileKind::tf32, l2, dim);
+  }
+
+  Shared sh;
+  sh.resources = &resources;
+  sh.l2 = l2;
+  sh.base = base;
+  sh.base_norms = base_norms;
+  sh.n = n;
+  sh.dim = dim;
+  sh.filter = filter;
+  prepare(sh, plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, first.kc).columns,
+          is_half(first.kind));
+
+  std::vector<uint8_t> flags;
+  run_pass(sh, queries, nq, k, first, distances, ids, first.certify ? &flags : nullptr);
+  KnnPassCounts counts;
+  if (first.kind == TileKind::direct && mode == ComputeMode::fp32) counts.direct = nq;
+  if (first.certify) {
+    std::vector<int64_t> failing;
+    for (int64_t q = 0; q < nq; ++q)
+      if (flags[size_t(q)] == 0) failing.push_back(q);
+    (first.kind == TileKind::tf32 ? counts.tf32 : counts.sgemm) = nq - static_cast<int64_t>(failing.size());
+    if (!failing.empty() && first.kind == TileKind::tf32) {
+      PassSpec second = first;
+      second.kind = TileKind::sgemm;
+      second.model = certify_model(false, l2, dim);
+      const int64_t tried = static_cast<int64_t>(failing.size());
+      failing = run_subset(sh, queries, failing, k, second, distances, ids);
+      counts.sgemm = tried - static_cast<int64_t>(failing.size());
+    }
+    if (!failing.empty()) {
+      PassSpec last;
+      last.kind = TileKind::direct;
+      last.kc = k;
+      run_subset(sh, queries, failing, k, last, distances, ids);
+      counts.direct = static_cast<int64_t>(failing.size());
+    }
+  }
+  session.finish();
+  pass_counts = counts;
+}
+
+KnnPassCounts last_knn_pass_counts() { return pass_counts; }
 
 }  // namespace quiver::gpu

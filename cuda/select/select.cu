@@ -18,6 +18,16 @@ using detail::kSelectMaxWarpsPerRow;
 constexpr int kTargetWarpsPerSm = 24;
 // A warp should scan several times its queue, or merging the warps' queues costs more than it saves.
 constexpr int64_t kMinColumnsPerWarpPerK = 4;
+// Large queues (k_cap >= kLargeQueue) merge through long register networks: a warp that scans only
+// a few times its queue admits a large share of its keys (k (1 + ln(cols / k)) of cols) and spends
+// its time merging. Measured: k = 2048 on 512 rows of 131072 columns split over 8 warps a row took
+// 4-8x the time of one warp a row (exact search, k = 1024: 375 -> 86 ms).
+constexpr int64_t kLargeQueue = 512;
+constexpr int64_t kMinColumnsPerWarpPerLargeK = 32;
+
+int64_t min_columns_per_warp(int64_t k_cap) {
+  return k_cap * (k_cap >= kLargeQueue ? kMinColumnsPerWarpPerLargeK : kMinColumnsPerWarpPerK);
+}
 // Chunk lengths are multiples of this (the 16-byte slots of 32 lanes), so chunks stay aligned.
 constexpr int64_t kChunkAlign = 128;
 
@@ -44,7 +54,7 @@ int warps_per_row(const SelectLimits& limits, int bucket, int64_t tasks, int64_t
   const int shared_cap = max_warps_for_shared<V>(limits, bucket);
   int w = 1;
   while (w * 2 <= kSelectMaxWarpsPerRow && w * 2 <= shared_cap && tasks * w < target &&
-         cols >= int64_t(w) * 2 * kMinColumnsPerWarpPerK * k_cap)
+         cols >= int64_t(w) * 2 * min_columns_per_warp(k_cap))
     w *= 2;
   return w;
 }
@@ -58,9 +68,9 @@ Plan make_plan(const SelectLimits& limits, int64_t rows, int64_t cols, int64_t k
   plan.chunks = 1;
   plan.chunk_len = std::max<int64_t>(cols, 1);
   // Too few rows even with the most warps per row: split rows into chunks, merged by a second pass.
-  if (rows * kSelectMaxWarpsPerRow < target && cols >= 2 * kMinColumnsPerWarpPerK * k_cap * 2) {
+  if (rows * kSelectMaxWarpsPerRow < target && cols >= 2 * min_columns_per_warp(k_cap) * 2) {
     const int64_t wanted = (target + rows - 1) / rows;
-    const int64_t most = cols / (2 * kMinColumnsPerWarpPerK * k_cap);  // chunks of >= 8 k columns
+    const int64_t most = cols / (2 * min_columns_per_warp(k_cap));  // chunks of >= 2 min_columns_per_warp
     const int64_t chunks = std::max<int64_t>(1, std::min(wanted, most));
     if (chunks > 1) {
       const int64_t len = (cols + chunks - 1) / chunks;
@@ -115,12 +125,21 @@ void select_rows(const SelectRequest<V>& r, const SelectLimits& limits, void* wo
   require(r.cols < (int64_t(1) << 31) - 4 * 1024, "select: cols = ", r.cols, " is beyond 2^31 - 4096");
   require(r.out_keys != nullptr && r.out_ids != nullptr, "select: no output");
   require((r.prev_keys == nullptr) == (r.prev_ids == nullptr), "select: prev_keys and prev_ids go together");
+  const bool key16 = r.key_format != KeyFormat::f32;
+  if (key16) {
+    require(sizeof(V) == sizeof(int32_t), "select: 16-bit keys take int32 ids");
+    require(r.rows == 0 || r.cols == 0 || r.keys16 != nullptr, "select: 16-bit keys and no keys16");
+    require(aligned16(r.keys16) && r.ld % 8 == 0 && (r.column_bias == nullptr || aligned16(r.column_bias)),
+            "select: 16-bit keys need 16-byte aligned rows (ld = ", r.ld, ")");
+  }
   if (r.rows == 0) return;
   const Plan plan = make_plan<V>(limits, r.rows, r.cols, r.k);
   const float scale = r.largest ? -1.f : 1.f;
 
   detail::SelectParams<V> p{};
   p.keys = r.keys;
+  p.keys16 = key16 ? r.keys16 : nullptr;
+  p.bf16_keys = r.key_format == KeyFormat::bf16;
   p.ld = r.ld;
   p.cols = r.cols;
   p.k = r.k;
@@ -129,7 +148,7 @@ void select_rows(const SelectRequest<V>& r, const SelectLimits& limits, void* wo
   p.chunk_len = plan.chunk_len;
   p.warps_per_row = plan.warps_per_row;
   p.vec4 = r.ld % 4 == 0 && aligned16(r.keys) && (r.column_bias == nullptr || aligned16(r.column_bias));
-  p.in_scale = scale;
+  p.in_scale = key16 ? scale * r.key_scale : scale;
   p.bias = r.column_bias;
   p.ids = r.ids;
   p.id_base = r.id_base;
@@ -164,6 +183,7 @@ void select_rows(const SelectRequest<V>& r, const SelectLimits& limits, void* wo
   // Pass 2: each row's chunks (plus the previous result) merged.
   detail::SelectParams<V> m = p;
   m.keys = chunk_keys;
+  m.keys16 = nullptr;
   m.ld = plan.chunks * r.k;
   m.cols = plan.chunks * r.k;
   m.tasks = r.rows;

@@ -23,11 +23,20 @@ struct SelectLimits {
   int max_shared_bytes = 227 * 1024;  // per block, with the opt-in above 48 KB
 };
 
+// How the keys are stored: floats, or 16-bit values (the half-precision distance tiles of the fast
+// exact-search modes: half the bytes to write and to read).
+enum class KeyFormat { f32, f16, bf16 };
+
 // V: int32_t or int64_t ids. All pointers are device memory.
 template <typename V>
 struct SelectRequest {
   const float* keys = nullptr;  // rows x cols, row stride ld (>= cols)
   int64_t ld = 0;
+  // f16 / bf16: the keys are the 2-byte values at keys16 (keys unused), read as key_scale * value;
+  // int32_t ids only; keys16 16-byte aligned and ld a multiple of 8.
+  KeyFormat key_format = KeyFormat::f32;
+  const void* keys16 = nullptr;
+  float key_scale = 1.f;
   int64_t rows = 0;
   int64_t cols = 0;
   int64_t k = 0;         // 1 .. kMaxSelectK; may exceed cols (the rest is padding)

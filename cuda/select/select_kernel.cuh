@@ -1,7 +1,8 @@
 // The selection kernel, instantiated once per k bucket and id type by the select_k*.cu files.
 //
 // A task is one chunk of one row. Its warps (1 for WarpSelect, up to 8 for BlockSelect) stream the
-// chunk's keys with coalesced 16-byte loads, each warp into its own WarpSelect queues in registers;
+// chunk's keys (floats, or 16-bit values converted on load) with coalesced 16-byte (8-byte) loads,
+// each warp into its own WarpSelect queues in registers;
 // a block's warps then merge their warp queues pairwise through shared memory (the only use of it),
 // and the first warp writes the k results, sorted.
 #pragma once
@@ -10,6 +11,8 @@
 
 #include <algorithm>
 #include <cstdint>
+
+#include <cuda_fp16.h>
 
 #include "cuda/core/error.h"
 #include "cuda/select/select_launch.h"
@@ -74,6 +77,30 @@ __device__ __forceinline__ void issue_group(float4* keys, float4* bias, const fl
   }
 }
 
+// 16-bit keys: the same columns as floats (two slots of 4 keys, 128 columns apart), each slot an
+// 8-byte copy into the first half of a 16-byte one; the bias exactly as for floats.
+__device__ __forceinline__ void copy_slot8(void* dst, const uint16_t* src, int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(shared_address(dst)), "l"(src), "r"(bytes));
+}
+
+__device__ __forceinline__ void issue_group16(float4* keys, float4* bias, const uint16_t* x, const float* b,
+                                              bool full, int col, int span) {
+#pragma unroll
+  for (int u = 0; u < kSlotsPerGroup; ++u, col += 4 * kWarpSize) {
+    const int valid = full ? 4 : max(0, min(4, span - col));
+    copy_slot8(keys + u * kWarpSize, valid > 0 ? x + col : x, 2 * valid);
+    if (b != nullptr) copy_slot16(bias + u * kWarpSize, valid > 0 ? b + col : b, 4 * valid);
+  }
+}
+
+// The two 16-bit values of a 32-bit word as floats (lo: the first): bf16 is a float's upper half;
+// fp16 converts exactly (infinities and NaNs included; on sm_80+ one HADD2.F32 per value).
+template <bool KBF>
+__device__ __forceinline__ float half_word_value(unsigned w, bool hi) {
+  if (KBF) return __uint_as_float(hi ? (w & 0xffff0000u) : (w << 16));
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(hi ? (w >> 16) : (w & 0xffffu))));
+}
+
 __device__ __forceinline__ float component(const float4& v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
@@ -92,8 +119,12 @@ __device__ __forceinline__ unsigned warp_or(unsigned x) {
 #endif
 }
 
+// Column of a lane's key e of a group, from the lane's first column: two slots 128 columns apart.
+__device__ __forceinline__ int key_offset(int e) { return (e / 4) * 4 * kWarpSize + (e % 4); }
+
 // One task (a chunk of a row) by the `wpr` warps of a row group; `sub` is this warp's index in it.
-template <int KR, int T, typename V>
+// K16: the keys are 16-bit (p.keys16), bf16 when KBF, else fp16.
+template <int KR, int T, typename V, bool K16, bool KBF>
 __device__ __forceinline__ void select_task(const SelectParams<V>& p, int64_t task, int sub, float4* stage_keys,
                                             float4* stage_bias, unsigned char* shared) {
   using M = WarpLanes<V, (KR >= 16)>;
@@ -121,7 +152,8 @@ __device__ __forceinline__ void select_task(const SelectParams<V>& p, int64_t ta
     ws.refresh_limit();
   }
 
-  const float* x = p.keys + row * p.ld + c0;
+  const float* x = K16 ? nullptr : p.keys + row * p.ld + c0;
+  const uint16_t* x16 = K16 ? static_cast<const uint16_t*>(p.keys16) + row * p.ld + c0 : nullptr;
   const float* bias = p.bias != nullptr ? p.bias + c0 : nullptr;
   const V* row_ids = p.ids != nullptr ? p.ids + row * p.ld + c0 : nullptr;
   const int64_t id_base = p.id_base + c0;
@@ -132,12 +164,19 @@ __device__ __forceinline__ void select_task(const SelectParams<V>& p, int64_t ta
   const int first = sub * kStageSlots;
   const int step = wpr * kStageSlots;
   const int groups = first < slots ? (slots - first + step - 1) / step : 0;
-  auto group_col = [&](int g) { return 4 * (first + g * step + lane); };  // this lane's first column
   auto group_full = [&](int g) { return 4 * (first + g * step + kStageSlots) <= span; };
-  for (int g = 0; g < kStages - 1; ++g) {
-    if (g < groups)
-      issue_group(stage_keys + g * kStageSlots + lane, stage_bias + g * kStageSlots + lane, x, bias, p.vec4,
+  auto group_col = [&](int g) { return 4 * (first + g * step + lane); };  // this lane's first column
+  auto issue = [&](int g, int stage) {
+    if (K16) {
+      issue_group16(stage_keys + stage * kStageSlots + lane, stage_bias + stage * kStageSlots + lane, x16, bias,
+                    group_full(g), group_col(g), span);
+    } else {
+      issue_group(stage_keys + stage * kStageSlots + lane, stage_bias + stage * kStageSlots + lane, x, bias, p.vec4,
                   group_full(g), group_col(g), span);
+    }
+  };
+  for (int g = 0; g < kStages - 1; ++g) {
+    if (g < groups) issue(g, g);
     commit_copies();
   }
 
@@ -153,31 +192,50 @@ __device__ __forceinline__ void select_task(const SelectParams<V>& p, int64_t ta
     if (!last_round) {
       if (g + kStages - 1 < groups) {
         const int next = g + kStages - 1;
-        const int stage = next % kStages;
-        issue_group(stage_keys + stage * kStageSlots + lane, stage_bias + stage * kStageSlots + lane, x, bias,
-                    p.vec4, group_full(next), group_col(next), span);
+        issue(next, next % kStages);
       }
       commit_copies();
       wait_copies<kStages - 1>();  // this lane's copies of group g have landed
       const int stage = g % kStages;
       float low = kSentinelKey;
+      if (K16) {
 #pragma unroll
-      for (int u = 0; u < kSlotsPerGroup; ++u) {
-        const float4 v = stage_keys[stage * kStageSlots + u * kWarpSize + lane];
+        for (int u = 0; u < kSlotsPerGroup; ++u) {
+          const float4 v = stage_keys[stage * kStageSlots + u * kWarpSize + lane];
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            key[4 * u + i] = half_word_value<KBF>(__float_as_uint(component(v, i / 2)), i & 1);
+        }
         if (bias != nullptr) {
-          const float4 b = stage_bias[stage * kStageSlots + u * kWarpSize + lane];
 #pragma unroll
-          for (int i = 0; i < 4; ++i) key[4 * u + i] = fmaf(p.in_scale, component(v, i), component(b, i));
+          for (int u = 0; u < 2; ++u) {
+            const float4 b = stage_bias[stage * kStageSlots + u * kWarpSize + lane];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) key[4 * u + i] = fmaf(p.in_scale, key[4 * u + i], component(b, i));
+          }
         } else {
 #pragma unroll
-          for (int i = 0; i < 4; ++i) key[4 * u + i] = p.in_scale * component(v, i);
+          for (int e = 0; e < kGroupKeys; ++e) key[e] = p.in_scale * key[e];
+        }
+      } else {
+#pragma unroll
+        for (int u = 0; u < kSlotsPerGroup; ++u) {
+          const float4 v = stage_keys[stage * kStageSlots + u * kWarpSize + lane];
+          if (bias != nullptr) {
+            const float4 b = stage_bias[stage * kStageSlots + u * kWarpSize + lane];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) key[4 * u + i] = fmaf(p.in_scale, component(v, i), component(b, i));
+          } else {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) key[4 * u + i] = p.in_scale * component(v, i);
+          }
         }
       }
       if (!group_full(g)) {  // columns past the end hold zeros: make them never pass
         const int col = group_col(g);
 #pragma unroll
         for (int e = 0; e < kGroupKeys; ++e)
-          if (col + (e / 4) * 4 * kWarpSize + (e % 4) >= span) key[e] = kSentinelKey;
+          if (col + key_offset(e) >= span) key[e] = kSentinelKey;
       }
 #pragma unroll
       for (int e = 0; e < kGroupKeys; ++e) low = fminf(low, key[e]);  // NaN keys are ignored here
@@ -190,7 +248,7 @@ __device__ __forceinline__ void select_task(const SelectParams<V>& p, int64_t ta
       const int col = group_col(g);
 #pragma unroll
       for (int e = 0; e < kGroupKeys; ++e)
-        candidates |= (key[e] <= ws.limit_k && col + (e / 4) * 4 * kWarpSize + (e % 4) < span ? 1u : 0u) << e;
+        candidates |= (key[e] <= ws.limit_k && col + key_offset(e) < span ? 1u : 0u) << e;
     }
     unsigned todo = warp_or(candidates);
     bool final_merge = last_round;
@@ -202,7 +260,7 @@ __device__ __forceinline__ void select_task(const SelectParams<V>& p, int64_t ta
         float k = key[0];
 #pragma unroll
         for (int j = 1; j < kGroupKeys; ++j) k = (e == j) ? key[j] : k;  // static register indices
-        const int col = group_col(g) + (e / 4) * 4 * kWarpSize + (e % 4);
+        const int col = group_col(g) + key_offset(e);
         const bool valid = col < span;
         V id = kMissing;
         if (valid) id = row_ids != nullptr ? row_ids[col] : V(id_base + col);
@@ -277,7 +335,7 @@ __device__ __forceinline__ void select_task(const SelectParams<V>& p, int64_t ta
 
 // A persistent grid, sized to what the device holds at once: each block takes tasks in turn (one
 // per warp with WarpSelect, one per block with BlockSelect), so no partial last wave idles the GPU.
-template <int KR, int T, typename V>
+template <int KR, int T, typename V, bool K16, bool KBF>
 __global__ void __launch_bounds__(kSelectMaxThreads) select_kernel(const SelectParams<V> p) {
   extern __shared__ __align__(16) unsigned char shared[];
   const int warp = threadIdx.x / kWarpSize;
@@ -290,7 +348,7 @@ __global__ void __launch_bounds__(kSelectMaxThreads) select_kernel(const SelectP
   // The loop bound is the same for the whole block, so its barriers (BlockSelect) are reached by all.
   for (int64_t base = int64_t(blockIdx.x) * per_block; base < p.tasks; base += int64_t(gridDim.x) * per_block) {
     const int64_t task = base + warp / wpr;
-    if (task < p.tasks) select_task<KR, T, V>(p, task, warp % wpr, stage_keys, stage_bias, shared);
+    if (task < p.tasks) select_task<KR, T, V, K16, KBF>(p, task, warp % wpr, stage_keys, stage_bias, shared);
   }
 }
 
@@ -304,14 +362,17 @@ void launch_shape(int wpr, bool bias, int* threads, size_t* shared) {
   *shared = staging > merging ? staging : merging;
 }
 
-template <int KR, int T, typename V>
-void launch_select(const SelectParams<V>& p, cudaStream_t stream) {
+template <int KR, int T, typename V, bool K16, bool KBF>
+void launch_kernel(const SelectParams<V>& p, cudaStream_t stream) {
   int device = 0, sms = 0;
   QV_CUDA_CHECK(cudaGetDevice(&device));
   QV_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   // Rows are not split further to even out the last round of a persistent grid: tried (2 or 4 warps
   // per row when that shortens the rounds), it lost 40% at k = 100: each warp then admits more
-  // candidates, and BlockSelect's smaller blocks held fewer warps per multiprocessor.
+  // candidates, and BlockSelect's smaller blocks held fewer warps per multiprocessor. Splitting only
+  // the rows of a short last round into two independent chunks (merged after) gained 1% at k = 100
+  // (2.42 -> 2.39 ms), and compiling the small buckets for 40 warps a multiprocessor (48 registers,
+  // spills) none: neither kept.
   const int wpr = p.warps_per_row;
   int threads = 0;
   size_t shared = 0;
@@ -320,14 +381,25 @@ void launch_select(const SelectParams<V>& p, cudaStream_t stream) {
   int64_t blocks = (p.tasks + tasks_per_block - 1) / tasks_per_block;
   if (shared > 48 * 1024) {
     // Hopper gives a block up to 227 KB, but only to kernels that ask.
-    QV_CUDA_CHECK(cudaFuncSetAttribute(select_kernel<KR, T, V>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    QV_CUDA_CHECK(cudaFuncSetAttribute(select_kernel<KR, T, V, K16, KBF>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        int(shared)));
   }
   int resident = 0;
-  QV_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, select_kernel<KR, T, V>, threads, shared));
+  QV_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, select_kernel<KR, T, V, K16, KBF>, threads, shared));
   blocks = std::min<int64_t>(blocks, int64_t(std::max(resident, 1)) * sms);
-  select_kernel<KR, T, V><<<dim3(static_cast<unsigned>(blocks)), threads, shared, stream>>>(p);
+  select_kernel<KR, T, V, K16, KBF><<<dim3(static_cast<unsigned>(blocks)), threads, shared, stream>>>(p);
   QV_LAUNCH_CHECK("select_kernel");
+}
+
+template <int KR, int T, typename V>
+void launch_select(const SelectParams<V>& p, cudaStream_t stream) {
+  // 16-bit keys come with int32 ids only (the exact search's tiles): no int64 instantiation.
+  if constexpr (sizeof(V) == sizeof(int32_t)) {
+    if (p.keys16 != nullptr && p.bf16_keys) return launch_kernel<KR, T, V, true, true>(p, stream);
+    if (p.keys16 != nullptr) return launch_kernel<KR, T, V, true, false>(p, stream);
+  }
+  launch_kernel<KR, T, V, false, false>(p, stream);
 }
 
 }  // namespace quiver::gpu::detail

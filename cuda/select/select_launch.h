@@ -16,6 +16,8 @@ constexpr int kSelectMaxWarpsPerRow = 8;
 template <typename V>
 struct SelectParams {
   const float* keys;
+  const void* keys16;  // 2-byte keys (fp16 when !bf16 keys), or nullptr: float keys
+  bool bf16_keys;
   int64_t ld;
   int64_t cols;
   int64_t k;

@@ -66,7 +66,10 @@ TEST(GpuKmeans, FindsSeparatedClustersFromDeviceMemory) {
   KmeansOptions options;
   options.iterations = 25;
   double best = 1e30;
-  for (uint64_t seed = 1; seed <= 5; ++seed) {
+  // Random initial centroids find the four clusters only when they fall in distinct clusters:
+  // seeds 8, 10 and 11 here, as with the CPU k-means (exact distances). Seeds 1 .. 5 sufficed while
+  // the GPU's distances were GEMM-form, whose rounding made two centroids in one cluster tie.
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
     options.seed = seed;
     const KmeansResult r = gpu::kmeans(resources, dim, n, xd.get(), k, options, cd.get(), ld.get());
     best = std::min(best, r.objective);

@@ -326,6 +326,30 @@ TEST(GpuKnnModes, RecallOnUniformAndClusteredData) {
   }
 }
 
+// Raw-pixel-like data (clustered, integers 0..255, inner products in the millions, as Fashion-MNIST's
+// 5e7): the 16-bit distance tiles (fp16 scaled into half's range, bf16) keep recall >= 0.999.
+TEST(GpuKnnModes, RecallOnPixelLikeData) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  for (Metric metric : {Metric::l2, Metric::inner_product}) {
+    Problem p = clustered_problem(20000, 300, 100, Metric::l2, 700 + int(metric));
+    p.metric = metric;
+    for (auto* v : {&p.base, &p.queries})
+      for (auto& x : *v) x = std::round(std::clamp(128.f + 40.f * x, 0.f, 255.f));
+    const auto ref = reference(p, 100);
+    for (int64_t k : {10, 100}) {
+      for (gpu::ComputeMode mode : kFastModes) {
+        SCOPED_TRACE(::testing::Message() << mode_name(mode) << " " << metric_name(metric) << " k " << k);
+        const Output o = search(resources, p, k, mode);
+        const double recall = check(p, k, ref, o.dist, o.ids);
+        std::printf("    pixels %s %s k=%lld: recall %.5f (float64)\n", metric_name(metric), mode_name(mode),
+                    (long long)k, recall);
+        EXPECT_GE(recall, 0.999);
+      }
+    }
+  }
+}
+
 TEST(GpuKnnModes, Fp16RefusesValuesBeyondItsRange) {
   QV_REQUIRE_GPU();
   gpu::Resources& resources = testing::shared_resources();

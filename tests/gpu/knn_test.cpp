@@ -55,7 +55,7 @@ std::vector<std::pair<double, int64_t>> ranking(const Case& c, const Data& d, in
 void check_results(const Case& c, const Data& d, const std::vector<float>& dist,
                    const std::vector<int64_t>& ids, const std::vector<uint8_t>* filter = nullptr) {
   const bool l2 = c.metric == Metric::l2;
-  // GEMM-form L2 loses about eps * (|x|^2 + |y|^2); inputs are in [-1, 1].
+  // Float sums lose about eps * dim of the distance; inputs are in [-1, 1].
   const double tolerance = 2e-6 * double(c.dim) + 1e-5;
   for (int64_t q = 0; q < c.nq; ++q) {
     const auto ref = ranking(c, d, q, filter);

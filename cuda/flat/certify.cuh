@@ -1,0 +1,74 @@
+// certify.h's per-query test as device code, for the kernels that certify (certify.cu's, and
+// exact_distances.cu's fused finish of small candidate sets).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/flat/certify.h"
+#include "cuda/select/warp_select.h"
+
+namespace quiver::gpu {
+
+// Relative slack on every quantity of the bound (double sums of float values, square roots).
+constexpr double kCertifySlack = 0x1p-20;
+constexpr double kFloatUnit = 0x1p-24;  // float's unit roundoff (round to nearest)
+// Keys whose float evaluation could overflow are not bounded (the certificate fails).
+constexpr double kMaxCertifiedMagnitude = 0x1p120;
+
+// Whether the pass's keys of this query cannot have overflowed float (nor its statistics).
+__device__ inline bool keys_in_range(const CertifyModel& m, double x2, double rx2, double y2, double ry2) {
+  constexpr double kSlack = kCertifySlack;
+  if (!isfinite(x2) || !isfinite(y2) || !isfinite(ry2) || !isfinite(rx2)) return false;
+  const double xt = (sqrt(x2) + (m.rounded_inputs ? sqrt(rx2) : 0)) * (1 + kSlack);
+  const double yt = (sqrt(y2) + (m.rounded_inputs ? sqrt(ry2) : 0)) * (1 + kSlack);
+  const double product = (m.l2 ? 2 : 1) * xt * yt * (1 + m.accumulation);
+  return product + (m.l2 ? y2 * (1 + m.norms) : 0) < kMaxCertifiedMagnitude;
+}
+
+// certify.h's test for a query whose selection is full: s the kc-th approximate key, f the k-th
+// exact key, x2 / rx2 the query's statistics, y2 / ry2 the base's.
+__device__ inline bool certified(const CertifyModel& m, double s, double f, double x2, double rx2, double y2,
+                                 double ry2) {
+  constexpr double kSlack = kCertifySlack;
+  if (!isfinite(s) || !isfinite(f) || !isfinite(y2) || !isfinite(ry2) || !isfinite(rx2)) return false;
+  const double x = sqrt(x2) * (1 + kSlack);
+  const double y = sqrt(y2) * (1 + kSlack);
+  const double rx = m.rounded_inputs ? sqrt(rx2) * (1 + kSlack) : 0;
+  const double ry = m.rounded_inputs ? sqrt(ry2) * (1 + kSlack) : 0;
+  const double xt = x + rx, yt = y + ry;  // bounds on the GEMM inputs' norms
+  // |G~ - <x, y>| for every row.
+  const double g = (rx * yt + x * ry + m.accumulation * xt * yt + m.absolute) * (1 + kSlack);
+  double lower;
+  if (m.l2) {
+    const double product = 2 * xt * yt * (1 + m.accumulation), norm = y * y * (1 + m.norms);
+    if (!(product + norm < kMaxCertifiedMagnitude)) return false;
+    // Key error: the product (twice), the norm, one rounding of their sum.
+    const double e = (2 * g + m.norms * y * y + kFloatUnit * (product + norm) + m.absolute) * (1 + kSlack);
+    // The exact key of a row outside the kc is at least (1 - rerank) * D, D >= s - e + ||x||^2.
+    lower = (s - e + x2 * (1 - kSlack)) * (1 - m.rerank);
+  } else {
+    if (!(xt * yt * (1 + m.accumulation) < kMaxCertifiedMagnitude)) return false;
+    // ... at least -<x, y> - rerank |x| |y| >= s - g - rerank |x| max|y|.
+    lower = s - g - m.rerank * x * y;
+  }
+  lower -= fabs(lower) * kSlack + m.absolute;
+  return lower > f;
+}
+
+// One query: last_key / last_row the kc-th entry of its selection, kth_key / kth_row the k-th of
+// its exact ranking; query_stats its two statistics, base_stats the base's (certify.h).
+__device__ inline bool certify_query(const CertifyModel& m, float last_key, int32_t last_row, float kth_key,
+                                     int32_t kth_row, const double* query_stats, const unsigned* base_stats) {
+  constexpr int32_t kNone = SentinelValue<int32_t>::value;
+  const double x2 = query_stats[0], rx2 = query_stats[1];
+  const double y2 = double(__uint_as_float(base_stats[0])), ry2 = double(__uint_as_float(base_stats[1]));
+  // Fewer than kc allowed rows: every one was re-ranked, unless a key overflowed to NaN (the
+  // selection drops NaN keys), which finite inputs within float's range cannot make.
+  if (last_row == kNone) return keys_in_range(m, x2, rx2, y2, ry2);
+  if (kth_row == kNone) return false;  // cannot happen with kc > k full candidates; refuse rather than trust
+  return certified(m, last_key, kth_key, x2, rx2, y2, ry2);
+}
+
+}  // namespace quiver::gpu

@@ -1,0 +1,25 @@
+// How the last gpu::knn call of this thread answered its queries in the fp32 mode (knn.cu's passes),
+// for tests and benchmarks to see which path ran. CUDA-free.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace quiver::gpu {
+
+// The fp32 mode's certified passes keep k plus a quarter more candidates (at least 16 more): room
+// for the rows whose approximate distance is within the bound of the k-th. Up to kMaxCertifiedK,
+// where that reaches the largest selection (2048); beyond it the direct pass answers every query.
+constexpr int64_t certified_candidate_count(int64_t k) { return k + std::max<int64_t>(16, k / 4); }
+constexpr int64_t kMaxCertifiedK = 1639;
+
+struct KnnPassCounts {
+  int64_t tf32 = 0;    // certified by the TF32 pass
+  int64_t sgemm = 0;   // certified by an SGEMM pass
+  int64_t direct = 0;  // answered by the direct pass (exact distances to every row)
+};
+
+// Zeros for the other modes and for calls that returned early (nq = 0, n = 0, errors before the search).
+KnnPassCounts last_knn_pass_counts();
+
+}  // namespace quiver::gpu

@@ -1,0 +1,332 @@
+// gpu::knn's fp32 mode returns exactly the float32 result: per query the k rows with the smallest
+// exact float32 distance, summed as cuda/flat/exact_distances.h defines it (one fixed order), ties to
+// the smaller row, with those very distances. Compared bit for bit with a CPU evaluation of the same
+// sums, on data where the TF32 certificate holds (uniform, clustered) and where it cannot (huge
+// offsets, near-duplicates below TF32's resolution, exact ties), so that the SGEMM and direct
+// fallbacks run too (checked through knn_passes.h); every metric, k = 1 .. 2048, n < k, filters,
+// host / device / pinned / mixed pointers, a DeviceMatrix, small tiles and a streamed base.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "cpp/core/error.h"
+#include "cuda/flat/knn_passes.h"
+#include "gpu_testing.h"
+
+namespace quiver {
+namespace {
+
+using testing::DeviceArray;
+
+// exact_distances.h's key, on the CPU: the same float operations in the same order.
+float exact_key(bool l2, const float* x, const float* y, int64_t dim) {
+  float acc = 0.f;
+  for (int64_t i = 0; i < dim; ++i) {
+    if (l2) {
+      const float t = x[i] - y[i];
+      acc = std::fma(t, t, acc);
+    } else {
+      acc = std::fma(x[i], y[i], acc);
+    }
+  }
+  return l2 ? acc : -acc;
+}
+
+struct Problem {
+  int64_t n, dim, nq;
+  Metric metric;
+  std::vector<float> base, queries;
+};
+
+Problem uniform(int64_t n, int64_t dim, int64_t nq, Metric metric, uint32_t seed, float offset = 0.f) {
+  Problem p{n, dim, nq, metric, testing::uniform_vectors(n, dim, seed), testing::uniform_vectors(nq, dim, seed + 1)};
+  for (auto& v : p.base) v += offset;
+  for (auto& v : p.queries) v += offset;
+  if (metric == Metric::cosine) {
+    testing::normalize(p.base, dim);
+    testing::normalize(p.queries, dim);
+  }
+  return p;
+}
+
+// `centres` random points, each with many copies moved by `noise`: distances among a centre's
+// copies differ far below TF32's (and for small noise float's) resolution of the inner products.
+Problem near_duplicates(int64_t n, int64_t dim, int64_t nq, Metric metric, int64_t centres, float noise,
+                        uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> unit(-1.f, 1.f);
+  std::vector<float> c(size_t(centres * dim));
+  for (auto& v : c) v = unit(gen);
+  auto draw = [&](int64_t rows) {
+    std::vector<float> x(size_t(rows * dim));
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t j = int64_t(gen() % uint32_t(centres));
+      for (int64_t d = 0; d < dim; ++d) x[r * dim + d] = c[j * dim + d] + noise * unit(gen);
+    }
+    return x;
+  };
+  Problem p{n, dim, nq, metric, draw(n), draw(nq)};
+  if (metric == Metric::cosine) {
+    testing::normalize(p.base, dim);
+    testing::normalize(p.queries, dim);
+  }
+  return p;
+}
+
+bool allowed(const std::vector<uint8_t>* filter, int64_t j) {
+  return !filter || (j < int64_t(filter->size()) * 8 && (((*filter)[j >> 3] >> (j & 7)) & 1));
+}
+
+// The exact result: nq x k distances and ids, padded with the metric's missing distance and -1.
+void reference(const Problem& p, int64_t k, const std::vector<uint8_t>* filter, std::vector<float>& dist,
+               std::vector<int64_t>& ids) {
+  const bool l2 = p.metric == Metric::l2;
+  dist.assign(size_t(p.nq * k), missing_distance(p.metric));
+  ids.assign(size_t(p.nq * k), -1);
+  std::vector<std::pair<float, int64_t>> all;
+  for (int64_t q = 0; q < p.nq; ++q) {
+    all.clear();
+    for (int64_t j = 0; j < p.n; ++j)
+      if (allowed(filter, j)) all.push_back({exact_key(l2, &p.queries[q * p.dim], &p.base[j * p.dim], p.dim), j});
+    const size_t top = std::min(all.size(), size_t(k));
+    std::partial_sort(all.begin(), all.begin() + top, all.end());
+    for (size_t i = 0; i < top; ++i) {
+      dist[q * k + i] = l2 ? all[i].first : -all[i].first;
+      ids[q * k + i] = all[i].second;
+    }
+  }
+}
+
+void expect_exact(const Problem& p, int64_t k, const std::vector<float>& dist, const std::vector<int64_t>& ids,
+                  const std::vector<uint8_t>* filter = nullptr) {
+  std::vector<float> want_d;
+  std::vector<int64_t> want_i;
+  reference(p, k, filter, want_d, want_i);
+  for (int64_t q = 0; q < p.nq; ++q) {
+    for (int64_t i = 0; i < k; ++i) {
+      const size_t e = size_t(q * k + i);
+      ASSERT_EQ(ids[e], want_i[e]) << "query " << q << " rank " << i;
+      ASSERT_EQ(dist[e], want_d[e]) << "query " << q << " rank " << i << " id " << ids[e];
+    }
+  }
+}
+
+struct Output {
+  std::vector<float> dist;
+  std::vector<int64_t> ids;
+};
+
+Output search(gpu::Resources& resources, const Problem& p, int64_t k, const std::vector<uint8_t>* filter = nullptr) {
+  Output o{std::vector<float>(size_t(p.nq * k), 12345.f), std::vector<int64_t>(size_t(p.nq * k), 12345)};
+  gpu::RowFilter f;
+  if (filter) f = {filter->data(), int64_t(filter->size()) * 8};
+  gpu::knn(resources, p.metric, p.base.data(), nullptr, p.n, p.dim, p.queries.data(), p.nq, k, o.dist.data(),
+           o.ids.data(), f);
+  return o;
+}
+
+int64_t answered(const gpu::KnnPassCounts& c) { return c.tf32 + c.sgemm + c.direct; }
+
+TEST(GpuKnnCertified, ExactForEveryKAndMetric) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  uint32_t seed = 1;
+  for (Metric metric : {Metric::l2, Metric::inner_product, Metric::cosine}) {
+    for (int64_t nq : {40, 7}) {  // the TF32 pass, the SGEMM pass
+      for (int64_t k : {1, 7, 16, 17, 100, 1000, 1024, 1639, 1640, 2048}) {
+        SCOPED_TRACE(::testing::Message() << metric_name(metric) << " nq " << nq << " k " << k);
+        const Problem p = uniform(3001, 33, nq, metric, seed++);
+        const Output o = search(resources, p, k);
+        const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
+        EXPECT_EQ(answered(c), nq);
+        if (k <= gpu::kMaxCertifiedK) {
+          // Uniform data: the first pass's certificate holds for every query.
+          EXPECT_EQ(nq >= 32 ? c.tf32 : c.sgemm, nq);
+        } else {
+          EXPECT_EQ(c.direct, nq);
+        }
+        expect_exact(p, k, o.dist, o.ids);
+      }
+    }
+  }
+}
+
+TEST(GpuKnnCertified, CertifiesTheBenchmarkShapeWithTf32) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  for (int64_t k : {10, 100}) {
+    const Problem p = uniform(50000, 128, 40, Metric::l2, 7);
+    const Output o = search(resources, p, k);
+    EXPECT_EQ(gpu::last_knn_pass_counts().tf32, p.nq) << "k " << k;
+    expect_exact(p, k, o.dist, o.ids);
+  }
+}
+
+TEST(GpuKnnCertified, FewRowsAndOddDimensions) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  struct Shape {
+    int64_t n, dim, nq, k;
+  };
+  uint32_t seed = 100;
+  for (Metric metric : {Metric::l2, Metric::inner_product}) {
+    for (const Shape& s : {Shape{20, 5, 33, 7}, Shape{5, 3, 40, 100}, Shape{1, 1, 1, 1}, Shape{31, 2, 64, 16},
+                           Shape{2000, 1000, 35, 10}, Shape{5000, 1, 50, 50}, Shape{40, 17, 3, 2048}}) {
+      SCOPED_TRACE(::testing::Message() << metric_name(metric) << " n " << s.n << " dim " << s.dim << " nq " << s.nq
+                                        << " k " << s.k);
+      const Problem p = uniform(s.n, s.dim, s.nq, metric, seed++);
+      const Output o = search(resources, p, s.k);
+      expect_exact(p, s.k, o.dist, o.ids);
+    }
+  }
+}
+
+// Offsets make |x| |y| huge next to the distances: no GEMM bound can separate the candidates, the
+// direct pass answers; moderate offsets defeat TF32 but not always SGEMM.
+TEST(GpuKnnCertified, ExactWhereTheBoundsFail) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  for (Metric metric : {Metric::l2, Metric::inner_product}) {
+    for (int64_t k : {1, 10, 300}) {
+      SCOPED_TRACE(::testing::Message() << metric_name(metric) << " k " << k);
+      const Problem huge = uniform(4000, 24, 50, metric, 11, 1e4f);
+      const Output o = search(resources, huge, k);
+      const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
+      EXPECT_EQ(answered(c), huge.nq);
+      if (metric == Metric::l2) EXPECT_EQ(c.direct, huge.nq);
+      expect_exact(huge, k, o.dist, o.ids);
+
+      const Problem moderate = uniform(4000, 24, 50, metric, 12, 30.f);
+      const Output m = search(resources, moderate, k);
+      EXPECT_EQ(answered(gpu::last_knn_pass_counts()), moderate.nq);
+      expect_exact(moderate, k, m.dist, m.ids);
+    }
+  }
+  // Near-duplicates: the three passes all have work.
+  int64_t sgemm = 0, direct = 0;
+  for (float noise : {1e-2f, 1e-4f, 1e-6f}) {
+    for (Metric metric : {Metric::l2, Metric::inner_product}) {
+      SCOPED_TRACE(::testing::Message() << metric_name(metric) << " noise " << noise);
+      const Problem p = near_duplicates(6000, 40, 64, metric, 20, noise, 13);
+      const Output o = search(resources, p, 10);
+      const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
+      EXPECT_EQ(answered(c), p.nq);
+      sgemm += c.sgemm;
+      direct += c.direct;
+      expect_exact(p, 10, o.dist, o.ids);
+    }
+  }
+  EXPECT_GT(direct, 0);
+  std::printf("near-duplicates: %lld queries certified by SGEMM, %lld answered directly\n", (long long)sgemm,
+              (long long)direct);
+}
+
+// Small integers: exact ties everywhere (the certificate fails where more than kc rows tie).
+TEST(GpuKnnCertified, TiesAndDuplicatesGoToTheSmallerRow) {
+  QV_REQUIRE_GPU();
+  gpu::ResourcesOptions small_tiles;
+  small_tiles.tile_bytes = 64 << 10;
+  auto small = gpu::make_resources(small_tiles);
+  for (gpu::Resources* resources : {&testing::shared_resources(), small.get()}) {
+    for (Metric metric : {Metric::l2, Metric::inner_product}) {
+      for (int64_t k : {1, 7, 100, 2048}) {
+        SCOPED_TRACE(::testing::Message() << metric_name(metric) << " k " << k);
+        Problem p{20000, 4, 40, metric, testing::integer_vectors(20000, 4, 7, 2), testing::integer_vectors(40, 4, 8, 2)};
+        for (int64_t j = 0; j < 200; ++j) std::copy_n(&p.base[j * p.dim], p.dim, &p.base[(p.n - 1 - j) * p.dim]);
+        const Output o = search(*resources, p, k);
+        expect_exact(p, k, o.dist, o.ids);
+      }
+    }
+  }
+}
+
+TEST(GpuKnnCertified, AppliesTheRowFilter) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  std::mt19937 gen(3);
+  for (float offset : {0.f, 1e4f}) {
+    for (int64_t k : {5, 100, 1000}) {
+      SCOPED_TRACE(::testing::Message() << "offset " << offset << " k " << k);
+      const Problem p = uniform(6000, 20, 45, Metric::l2, 31, offset);
+      std::vector<uint8_t> bits(size_t(p.n / 8 - 10));  // stops before n: the last rows are excluded
+      for (auto& b : bits) b = uint8_t((gen() % 2 == 0 ? 1u : 0u) << (gen() % 8));
+      const Output o = search(resources, p, k, &bits);
+      expect_exact(p, k, o.dist, o.ids, &bits);
+    }
+  }
+}
+
+// Every kind of pointer, also on the fallback path (the offset data), where results are put back
+// row by row into the caller's arrays.
+TEST(GpuKnnCertified, AcceptsHostDevicePinnedAndMixedPointers) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  for (float offset : {0.f, 1e4f}) {
+    SCOPED_TRACE(::testing::Message() << "offset " << offset);
+    const Problem p = uniform(4000, 50, 64, Metric::l2, 77, offset);
+    const int64_t k = 32;
+    std::vector<float> norms(size_t(p.n));
+    for (int64_t j = 0; j < p.n; ++j)
+      norms[j] = float(testing::exact_value(false, &p.base[j * p.dim], &p.base[j * p.dim], p.dim));
+    DeviceArray<float> base(p.base), queries(p.queries), base_norms(norms);
+    DeviceArray<float> dist(size_t(p.nq * k));
+    DeviceArray<int64_t> ids(size_t(p.nq * k));
+    gpu::knn(resources, p.metric, base.get(), base_norms.get(), p.n, p.dim, queries.get(), p.nq, k, dist.get(),
+             ids.get());
+    expect_exact(p, k, dist.to_host(), ids.to_host());
+    gpu::knn(resources, p.metric, base.get(), norms.data(), p.n, p.dim, p.queries.data(), p.nq, k, dist.get(),
+             ids.get());
+    expect_exact(p, k, dist.to_host(), ids.to_host());
+    float* pinned_d = nullptr;
+    int64_t* pinned_i = nullptr;
+    QV_ASSERT_CUDA(cudaMallocHost(&pinned_d, sizeof(float) * p.nq * k));
+    QV_ASSERT_CUDA(cudaMallocHost(&pinned_i, sizeof(int64_t) * p.nq * k));
+    gpu::knn(resources, p.metric, p.base.data(), nullptr, p.n, p.dim, queries.get(), p.nq, k, pinned_d, pinned_i);
+    expect_exact(p, k, std::vector<float>(pinned_d, pinned_d + p.nq * k),
+                 std::vector<int64_t>(pinned_i, pinned_i + p.nq * k));
+    cudaFreeHost(pinned_d);
+    cudaFreeHost(pinned_i);
+    // Distances on the device, ids on the host.
+    std::vector<int64_t> host_ids(size_t(p.nq * k));
+    gpu::knn(resources, p.metric, base.get(), nullptr, p.n, p.dim, queries.get(), p.nq, k, dist.get(),
+             host_ids.data());
+    expect_exact(p, k, dist.to_host(), host_ids);
+    // A DeviceMatrix (its own norms), as an index searches.
+    auto matrix = gpu::make_matrix(resources, p.dim);
+    gpu::matrix_append(resources, *matrix, p.n, p.base.data());
+    std::vector<float> hd(size_t(p.nq * k));
+    std::vector<int64_t> hi(size_t(p.nq * k));
+    gpu::knn(resources, p.metric, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), p.n, p.dim,
+             p.queries.data(), p.nq, k, hd.data(), hi.data());
+    expect_exact(p, k, hd, hi);
+  }
+}
+
+// Many query and base tiles, and a host base streamed in chunks: every pass (TF32, SGEMM, direct)
+// runs streamed.
+TEST(GpuKnnCertified, SmallTilesAndStreamedBase) {
+  QV_REQUIRE_GPU();
+  gpu::ResourcesOptions small_tiles;
+  small_tiles.tile_bytes = 64 << 10;
+  auto tiled = gpu::make_resources(small_tiles);
+  gpu::ResourcesOptions streaming = small_tiles;
+  streaming.stream_bytes = 1;
+  auto streamed = gpu::make_resources(streaming);
+  for (gpu::Resources* resources : {tiled.get(), streamed.get()}) {
+    for (float offset : {0.f, 30.f, 1e4f}) {
+      for (int64_t k : {10, 100, 1500}) {
+        SCOPED_TRACE(::testing::Message() << (resources == streamed.get() ? "streamed" : "tiled") << " offset "
+                                          << offset << " k " << k);
+        const Problem p = uniform(20011, 12, 37, Metric::l2, 41, offset);
+        const Output o = search(*resources, p, k);
+        expect_exact(p, k, o.dist, o.ids);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace quiver
