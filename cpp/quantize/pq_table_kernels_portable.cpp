@@ -1,0 +1,11 @@
+#include "cpp/quantize/pq_table_kernels.h"
+
+namespace quiver {
+
+namespace {
+#include "cpp/quantize/pq_table_kernels.inc"
+}  // namespace
+
+PqTableKernels pq_table_kernels_portable() { return PqTableKernels{inner_products, distances}; }
+
+}  // namespace quiver
