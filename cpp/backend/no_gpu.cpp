@@ -2,6 +2,7 @@
 #ifndef QUIVER_HAVE_CUDA
 
 #include "cpp/backend/gpu.h"
+#include "cpp/backend/gpu_ivf.h"
 #include "cpp/core/error.h"
 
 namespace quiver::gpu {
@@ -63,6 +64,37 @@ void knn(Resources&, Metric, const float*, const float*, int64_t, int64_t, const
 
 KmeansResult kmeans(Resources&, int64_t, int64_t, const float*, int64_t, const KmeansOptions&, float*, int64_t*) {
   no_cuda("GPU k-means");
+}
+
+IvfDevice* ivf_create(Resources&, const IvfModelView&) { no_cuda("GPU inverted-file index"); }
+
+void ivf_free(IvfDevice*) noexcept {}
+
+int64_t ivf_code_bytes(const IvfDevice&) { no_cuda("GPU inverted-file index"); }
+
+void ivf_add(Resources&, IvfDevice&, int64_t, const float*, const int64_t*, int64_t*) {
+  no_cuda("GPU inverted-file index");
+}
+
+void ivf_append_encoded(Resources&, IvfDevice&, int64_t, int64_t, const uint8_t*, const float*, const int64_t*) {
+  no_cuda("GPU inverted-file index");
+}
+
+int64_t ivf_remove(Resources&, IvfDevice&, int64_t, const int64_t*) { no_cuda("GPU inverted-file index"); }
+
+int64_t ivf_count(const IvfDevice&) { no_cuda("GPU inverted-file index"); }
+
+int64_t ivf_list_size(const IvfDevice&, int64_t) { no_cuda("GPU inverted-file index"); }
+
+void ivf_list_read(Resources&, const IvfDevice&, int64_t, uint8_t*, float*, int64_t*) {
+  no_cuda("GPU inverted-file index");
+}
+
+IvfMemory ivf_memory(const IvfDevice&) { no_cuda("GPU inverted-file index"); }
+
+void ivf_search(Resources&, const IvfDevice&, int64_t, const float*, int64_t, const IvfSearchOptions&, float*,
+                int64_t*) {
+  no_cuda("GPU inverted-file index");
 }
 
 }  // namespace quiver::gpu

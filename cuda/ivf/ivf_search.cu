@@ -1,0 +1,331 @@
+// gpu_ivf.h's ivf_search: the paper's Algorithm 4, batched and tiled over queries.
+//
+// Per tile of queries (sized so the tile's buffers stay within twice the Resources' tile budget):
+//   1. rotation (OPQ) of the queries;
+//   2. coarse quantization: SGEMM against the centroids + k-selection of the nprobe closest lists;
+//   3. the scan writes every probed entry's key into its query's row of distances (one segment per
+//      probed list, entries in slot order): IVF-Flat list-major as small GEMMs or, for small
+//      batches, directly (cuda/ivf_flat); IVF-PQ by table look-ups (cuda/ivf_pq);
+//   4. k-selection over the rows, filter applied (row_select.h; two passes when rows are few and
+//      long); when it is the last step it writes the results itself;
+//   5. optional re-ranking of refine_k candidates with exact float32 distances to the raw vectors,
+//      then the k best of them;
+//   6. slots become ids (device ids, or on the host with ids_on_host) and keys distances.
+// Everything runs on stream 0; the only host synchronisations are the copies of the results.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "cpp/backend/gpu_ivf.h"
+#include "cpp/core/error.h"
+#include "cuda/core/error.h"
+#include "cuda/core/resources.h"
+#include "cuda/flat/compute_modes.h"
+#include "cuda/flat/kernels.h"
+#include "cuda/ivf/coarse.h"
+#include "cuda/ivf/ivf_device.h"
+#include "cuda/ivf/ivf_kernels.h"
+#include "cuda/ivf/ivf_storage.h"
+#include "cuda/ivf/row_select.h"
+#include "cuda/ivf_flat/flat_scan.h"
+#include "cuda/ivf_pq/pq_scan.h"
+#include "cuda/ivf_pq/pq_tables.h"
+
+namespace quiver::gpu {
+
+namespace {
+
+// PQ scan blocks wanted per multiprocessor; query rows are cut into chunks (of at least kMinPqChunk
+// positions) when the queries alone are fewer.
+constexpr int64_t kPqBlocksPerSm = 8;
+constexpr int64_t kMinPqChunk = 512;
+// The query tile's buffers may take this many Resources tiles.
+constexpr int64_t kTileBudgets = 2;
+
+int64_t align_floats(int64_t n) { return (n + 63) / 64 * 64; }
+
+struct SearchPlan {
+  int64_t tile_rows = 0;
+  int64_t row_bound = 0;
+  int64_t kk = 0;  // candidates the selection keeps: k, or refine_k
+  bool refine = false;
+  bool half_tables = false;
+};
+
+// Device bytes per query of a tile.
+int64_t bytes_per_query(const IvfDevice& ivf, const SearchPlan& plan, int64_t nprobe, int64_t k) {
+  int64_t b = plan.row_bound * 4 + coarse_tile_floats(ivf, 1) * 4 + nprobe * 12 + 16;
+  if (ivf.rotated) b += ivf.dim * 4;
+  if (!ivf.flat()) b += ivf.pq_m * kPqCentroids * 4;  // term 3
+  b += plan.kk * 8 * 2;  // selection results and a chunked pass's
+  if (plan.refine) b += plan.kk * 4 + k * 8;
+  b += k * 12;  // results
+  return b;
+}
+
+}  // namespace
+
+void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const float* queries, int64_t k,
+                const IvfSearchOptions& options, float* distances, int64_t* ids) {
+  check_ivf_device(resources, ivf);
+  require(nq >= 0, "nq = ", nq, " is negative");
+  require(k >= 1 && k <= kMaxSelectK, "k = ", k, " is outside 1 .. ", kMaxSelectK);
+  require(options.nprobe >= 1 && options.nprobe <= ivf.nlist, "nprobe = ", options.nprobe, " is outside 1 .. ",
+          ivf.nlist);
+  require(options.refine_k == 0 || ivf.keep_raw, "refine_k = ", options.refine_k,
+          ": the index keeps no raw vectors to re-rank with");
+  require(options.refine_k == 0 || (options.refine_k >= k && options.refine_k <= kMaxSelectK), "refine_k = ",
+          options.refine_k, " is outside k = ", k, " .. ", kMaxSelectK);
+  require(options.filter_nbits >= 0, "filter_nbits = ", options.filter_nbits, " is negative");
+  require(options.mode == ComputeMode::fp32 || options.mode == ComputeMode::tf32 ||
+              options.mode == ComputeMode::fp16 || options.mode == ComputeMode::bf16,
+          "mode: ", static_cast<int32_t>(options.mode), " is not fp32, tf32, fp16 or bf16");
+  require(nq == 0 || (queries != nullptr && distances != nullptr && ids != nullptr),
+          "queries, distances and ids must not be null");
+  if (nq == 0) return;
+  const int64_t nprobe = options.nprobe;
+  if (nprobe > kMaxSelectK && nprobe < ivf.nlist)
+    fail(Status::unsupported, "nprobe = ", nprobe, " is above ", kMaxSelectK, " (and below nlist = ", ivf.nlist, ")");
+
+  Session session(resources);
+  const int device = resources.device();
+  DevicePool& pool = resources.pool();
+  HostStaging& staging = resources.staging();
+  cudaStream_t stream = resources.stream(0);
+  const bool l2 = ivf.l2();
+  const bool distances_on_device = memory_kind(distances, device) == MemoryKind::device;
+  const bool ids_on_device = memory_kind(ids, device) == MemoryKind::device;
+  const bool outputs_on_device = distances_on_device && ids_on_device;
+
+  if (ivf.count == 0) {
+    const float missing = missing_distance(ivf.metric);
+    if (outputs_on_device) {
+      launch_fill_missing(distances, ids, nq * k, missing, stream);
+    } else {
+      std::fill(distances, distances + nq * k, missing);
+      std::fill(ids, ids + nq * k, int64_t{-1});
+    }
+    session.finish();
+    return;
+  }
+
+  // ---- the plan ----
+  SearchPlan plan;
+  plan.refine = options.refine_k > 0;
+  plan.kk = plan.refine ? options.refine_k : k;
+  plan.row_bound = ivf.row_bound(nprobe);
+  if (!ivf.flat()) {
+    plan.half_tables = options.mode == ComputeMode::fp16 || options.mode == ComputeMode::bf16;
+  }
+  const int64_t per_query = bytes_per_query(ivf, plan, nprobe, k);
+  plan.tile_rows = std::clamp<int64_t>(kTileBudgets * resources.tile_bytes() / per_query, 1, nq);
+  const int64_t tiles = (nq + plan.tile_rows - 1) / plan.tile_rows;
+  plan.tile_rows = (nq + tiles - 1) / tiles;
+  const int64_t tq = plan.tile_rows;
+  const RowSelectPlan select_plan = plan_row_select(resources.limits(), tq, plan.row_bound, plan.kk);
+
+  PqScanParams pq;
+  if (!ivf.flat()) {
+    const int64_t target = int64_t(resources.limits().sm_count) * kPqBlocksPerSm;
+    const int64_t most = std::max<int64_t>(1, plan.row_bound / kMinPqChunk);
+    pq.nprobe = nprobe;
+    pq.chunks = std::clamp<int64_t>((target + tq - 1) / tq, 1, most);
+    pq.chunk_len = std::max<int64_t>(1, (plan.row_bound + pq.chunks - 1) / pq.chunks);
+    pq.list_offset = ivf.offset_dev.get();
+    pq.list_size = ivf.size_dev.get();
+    pq.codes = ivf.arena.codes.get();
+    pq.code_stride = ivf.code_stride;
+    pq.m = ivf.pq_m;
+    pq.entry_terms = l2 ? ivf.arena.norms.get() : nullptr;
+    pq.row_stride = plan.row_bound;
+    const int64_t shared = pq_scan_shared_bytes(ivf.pq_m, ivf.code_stride, plan.half_tables);
+    if (shared > resources.limits().max_shared_bytes)
+      fail(Status::unsupported, "IVF-PQ look-up tables of ", shared, " bytes exceed the device's shared memory (",
+           resources.limits().max_shared_bytes, " bytes a block)", plan.half_tables ? "" : "; try fp16 tables");
+  }
+
+  // ---- inputs ----
+  PoolBuffer<float> query_copy;
+  const float* x_all = queries;
+  if (memory_kind(queries, device) != MemoryKind::device) {
+    query_copy = PoolBuffer<float>(pool, nq * ivf.dim);
+    copy_to_device(staging, device, query_copy.get(), queries, size_t(nq * ivf.dim) * sizeof(float), stream);
+    x_all = query_copy.get();
+  }
+  PoolBuffer<uint32_t> slot_filter;
+  PoolBuffer<uint8_t> id_filter;
+  if (options.filter_bits != nullptr) {
+    const int64_t words = std::max<int64_t>(1, (ivf.arena.capacity + 31) / 32);
+    slot_filter = PoolBuffer<uint32_t>(pool, words);
+    if (ivf.ids_on_host) {
+      std::vector<uint32_t> bits(static_cast<size_t>(words), 0);
+      for (size_t l = 0; l < size_t(ivf.nlist); ++l) {
+        for (int64_t e = 0; e < ivf.size[l]; ++e) {
+          const int64_t slot = ivf.offset[l] + e;
+          const int64_t id = ivf.host_ids[size_t(slot)];
+          if (id >= 0 && id < options.filter_nbits && ((options.filter_bits[id >> 3] >> (id & 7)) & 1))
+            bits[size_t(slot >> 5)] |= 1u << (slot & 31);
+        }
+      }
+      copy_to_device(staging, device, slot_filter.get(), bits.data(), bits.size() * 4, stream);
+    } else {
+      const int64_t bytes = std::max<int64_t>(1, (options.filter_nbits + 7) / 8);
+      id_filter = PoolBuffer<uint8_t>(pool, bytes);
+      if (options.filter_nbits > 0)
+        copy_to_device(staging, device, id_filter.get(), options.filter_bits, size_t(bytes), stream);
+      launch_slot_filter(ivf.arena.ids.get(), ivf.arena.capacity, id_filter.get(), options.filter_nbits,
+                         slot_filter.get(), stream);
+    }
+  }
+
+  // ---- buffers of a tile ----
+  PoolBuffer<float> rotated, query_norms, tile, coarse_keys, dist, term3, cand_keys, rerank_keys, final_keys;
+  PoolBuffer<int32_t> lists, seg, cand_slots, final_slots;
+  if (ivf.rotated) rotated = PoolBuffer<float>(pool, tq * ivf.dim);
+  query_norms = PoolBuffer<float>(pool, tq);
+  tile = PoolBuffer<float>(pool, coarse_tile_floats(ivf, tq));
+  PoolBuffer<char> coarse_ws(pool, coarse_workspace_bytes(resources, ivf, tq, nprobe));
+  coarse_keys = PoolBuffer<float>(pool, tq * nprobe);
+  lists = PoolBuffer<int32_t>(pool, tq * nprobe);
+  if (ivf.flat()) seg = PoolBuffer<int32_t>(pool, tq * nprobe);
+  dist = PoolBuffer<float>(pool, align_floats(tq * plan.row_bound));
+  PoolBuffer<char> scan_ws;
+  if (ivf.flat()) scan_ws = PoolBuffer<char>(pool, flat_scan_workspace_bytes(tq, nprobe, ivf.nlist));
+  if (!ivf.flat()) term3 = PoolBuffer<float>(pool, tq * ivf.pq_m * kPqCentroids);
+  PoolBuffer<char> select_ws(pool, select_plan.workspace_bytes);
+  cand_keys = PoolBuffer<float>(pool, tq * plan.kk);
+  cand_slots = PoolBuffer<int32_t>(pool, tq * plan.kk);
+  PoolBuffer<char> refine_ws;
+  if (plan.refine) {
+    rerank_keys = PoolBuffer<float>(pool, tq * plan.kk);
+    final_keys = PoolBuffer<float>(pool, tq * k);
+    final_slots = PoolBuffer<int32_t>(pool, tq * k);
+    refine_ws = PoolBuffer<char>(pool, select_workspace_bytes<int32_t>(resources.limits(), tq, plan.kk, k));
+  }
+  // Results go straight to device outputs; otherwise to one buffer (ids, then distances), so host
+  // outputs take a single copy.
+  const bool direct = outputs_on_device && !ivf.ids_on_host;
+  const int64_t results = nq * k;
+  PoolBuffer<char> packed;
+  float* result_d = distances;
+  int64_t* result_i = ids;
+  if (!direct) {
+    packed = PoolBuffer<char>(pool, results * int64_t(sizeof(int64_t) + sizeof(float)));
+    result_i = reinterpret_cast<int64_t*>(packed.get());
+    result_d = reinterpret_cast<float*>(packed.get() + results * int64_t(sizeof(int64_t)));
+  }
+
+  for (int64_t q0 = 0; q0 < nq; q0 += tq) {
+    const int64_t rows = std::min(tq, nq - q0);
+    const float* x = x_all + q0 * ivf.dim;
+    const float* xr = x;
+    if (ivf.rotated) {
+      rotate_rows(resources.blas(0), ivf.rotation.get(), ivf.dim, x, rows, rotated.get());
+      xr = rotated.get();
+    }
+    coarse_search(resources, 0, ivf, rows, xr, nprobe, tile.get(), coarse_ws.get(), coarse_keys.get(), lists.get());
+
+    if (ivf.flat()) {
+      FlatScanParams fs;
+      fs.rows = rows;
+      fs.nprobe = nprobe;
+      fs.lists = lists.get();
+      fs.seg = seg.get();
+      fs.queries = xr;
+      fs.dim = ivf.dim;
+      fs.nlist = ivf.nlist;
+      fs.max_list_size = ivf.max_list_size();
+      fs.list_offset = ivf.offset_dev.get();
+      fs.list_size = ivf.size_dev.get();
+      fs.vectors = reinterpret_cast<const float*>(ivf.arena.codes.get());
+      fs.norms = ivf.arena.norms.get();
+      fs.l2 = l2;
+      fs.dist = dist.get();
+      fs.row_stride = plan.row_bound;
+      fs.sm_count = resources.limits().sm_count;
+      flat_scan(fs, scan_ws.get(), stream);
+    } else {
+      pq_term3(resources.blas(0), ivf.codebooks.get(), ivf.pq_m, ivf.dsub, xr, rows, l2 ? -2.f : -1.f, term3.get());
+      pq.rows = rows;
+      pq.lists = lists.get();
+      pq.coarse_keys = coarse_keys.get();
+      pq.queries = xr;
+      pq.dim = ivf.dim;
+      pq.l2 = l2;
+      pq.tables = term3.get();
+      pq.dist = dist.get();
+      launch_pq_scan(pq, plan.half_tables, stream);
+    }
+
+    RowSelectInput in;
+    in.dist = dist.get();
+    in.row_stride = plan.row_bound;
+    in.lists = lists.get();
+    in.nprobe = nprobe;
+    in.list_offset = ivf.offset_dev.get();
+    in.list_size = ivf.size_dev.get();
+    in.slot_filter = slot_filter.get();
+    in.rows = rows;
+    in.k = plan.kk;
+    // Without re-ranking, the selection writes the results itself when it takes one pass.
+    RowSelectFinal last;
+    last.distances = result_d + q0 * k;
+    last.ids = result_i + q0 * k;
+    last.queries = ivf.flat() && l2 ? xr : nullptr;  // IVF-Flat's L2 keys lack ||x||^2
+    last.dim = ivf.dim;
+    last.l2 = l2;
+    last.slot_ids = ivf.ids_on_host ? nullptr : ivf.arena.ids.get();
+    const bool done = row_select(in, select_plan, resources.limits(), select_ws.get(), cand_keys.get(),
+                                 cand_slots.get(), stream, plan.refine ? nullptr : &last);
+    if (!done) {
+      const float* keys = cand_keys.get();
+      const int32_t* slots = cand_slots.get();
+      const float* norms = nullptr;
+      if (plan.refine) {
+        // Raw vectors are in the caller's space: the unrotated queries.
+        launch_rerank(ivf.raw_vectors(), x, ivf.dim, cand_slots.get(), rows, plan.kk, l2, rerank_keys.get(), stream);
+        SelectRequest<int32_t> best;
+        best.keys = rerank_keys.get();
+        best.ld = plan.kk;
+        best.rows = rows;
+        best.cols = plan.kk;
+        best.k = k;
+        best.ids = cand_slots.get();
+        best.out_keys = final_keys.get();
+        best.out_ids = final_slots.get();
+        best.keep_missing_as_sentinel = true;
+        select_rows(best, resources.limits(), refine_ws.get(), stream);
+        keys = final_keys.get();
+        slots = final_slots.get();
+      } else if (ivf.flat() && l2) {
+        launch_row_norms(xr, rows, ivf.dim, query_norms.get(), stream);
+        norms = query_norms.get();
+      }
+      launch_finalize_slots(keys, slots, rows, k, norms, l2, ivf.ids_on_host ? nullptr : ivf.arena.ids.get(),
+                            result_d + q0 * k, result_i + q0 * k, stream);
+    }
+  }
+
+  // ---- results ----
+  if (!direct) {
+    const size_t id_bytes = size_t(results) * sizeof(int64_t), distance_bytes = size_t(results) * sizeof(float);
+    std::vector<char> host(id_bytes + distance_bytes);
+    copy_from_device(staging, device, host.data(), packed.get(), host.size(), stream);
+    auto* host_ids = reinterpret_cast<int64_t*>(host.data());
+    if (ivf.ids_on_host)
+      for (int64_t i = 0; i < results; ++i) host_ids[i] = host_ids[i] < 0 ? -1 : ivf.host_ids[size_t(host_ids[i])];
+    if (ids_on_device) {
+      copy_to_device(staging, device, ids, host_ids, id_bytes, stream);
+    } else {
+      std::memcpy(ids, host_ids, id_bytes);
+    }
+    if (distances_on_device) {
+      copy_to_device(staging, device, distances, host.data() + id_bytes, distance_bytes, stream);
+    } else {
+      std::memcpy(distances, host.data() + id_bytes, distance_bytes);
+    }
+  }
+  session.finish();
+}
+
+}  // namespace quiver::gpu

@@ -1,0 +1,4 @@
+// Row selection for k <= 1024 (row_select_kernel.cuh).
+#include "cuda/ivf/row_select_kernel.cuh"
+
+QV_INSTANTIATE_ROW_SELECT(32, 8)
