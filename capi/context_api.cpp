@@ -70,6 +70,7 @@ qv_status_t qv_search_params_init(qv_search_params_t* params) {
     require_pointer(params, "params");
     *params = qv_search_params_t{};
     params->struct_size = sizeof *params;
+    params->nprobe = QV_NPROBE_DEFAULT;
   });
 }
 

@@ -34,7 +34,9 @@ type IndexInfo struct {
 
 // NewIndex creates an empty index on ctx's device.
 //
-// descriptor names the index kind, Faiss-style: Flat ("Flat") for exact search. dim is the vector
+// descriptor names the index kind, Faiss-style: Flat ("Flat") for exact search, IvfFlat(nlist)
+// ("IVF<nlist>,Flat") and IvfPq(...) ("[OPQ<m>,]IVF<nlist>,PQ<m>[,Refine]") for inverted files, which
+// need Train before Add and Search (see qv_index_create in quiver.h for every form). dim is the vector
 // dimension, 1 .. 65536. An index of a kind the context's CUDA device cannot run fails with
 // ErrUnsupported; a DeviceAuto context falls back to the CPU.
 func NewIndex(ctx *Context, descriptor string, dim int, metric Metric) (*Index, error) {
@@ -89,7 +91,8 @@ func (ix *Index) Close() error {
 }
 
 // Train trains the index on the vectors of x (len(x) a multiple of Dim(), finite). Kinds that need
-// no training, such as Flat, only validate x.
+// no training, such as Flat, only validate x. Inverted files need at least nlist vectors (256 for
+// PQ), train deterministically, and refuse to train again once they hold vectors.
 func (ix *Index) Train(x []float32) error {
 	h, err := ix.lock()
 	if err != nil {

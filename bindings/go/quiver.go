@@ -54,6 +54,26 @@ const MaxK = C.QV_MAX_K
 // Flat is the descriptor of the exact index: every search compares the query with every vector.
 const Flat = "Flat"
 
+// IvfFlat is the descriptor "IVF<nlist>,Flat" of an inverted file with raw vectors (IVF-Flat):
+// training runs k-means for nlist centroids, each vector goes to the list of its nearest centroid,
+// and a search visits the SearchParams.NProbe lists nearest the query, with exact distances.
+func IvfFlat(nlist int) string { return fmt.Sprintf("IVF%d,Flat", nlist) }
+
+// IvfPq is the descriptor "IVF<nlist>,PQ<m>" of an inverted file of product-quantization codes
+// (IVF-PQ, m bytes a vector; m divides the dimension). With opq > 0 an OPQ rotation of opq
+// sub-spaces ("OPQ<opq>,...") comes first; with refine the raw vectors are kept too (",Refine") and
+// SearchParams.RefineFactor x k candidates are re-ranked exactly. See qv_index_create in quiver.h.
+func IvfPq(nlist, m, opq int, refine bool) string {
+	d := fmt.Sprintf("IVF%d,PQ%d", nlist, m)
+	if opq > 0 {
+		d = fmt.Sprintf("OPQ%d,%s", opq, d)
+	}
+	if refine {
+		d += ",Refine"
+	}
+	return d
+}
+
 // Metric is how vectors are compared.
 type Metric int32
 

@@ -16,13 +16,20 @@ type SearchParams struct {
 	// FilterBits is how many bits of Filter are valid; ids at or beyond it are excluded. 0 means
 	// len(Filter)*8.
 	FilterBits int64
-	// NProbe is the number of lists an inverted-file index visits; 0 (default) is the index's own.
+	// NProbe is the number of lists an inverted-file index visits (search and range search):
+	// 1 .. nlist, the lists whose centroids are nearest the query; more is slower and finds more
+	// true neighbours. 0 (default) lets the index choose: min(nlist, 8) (QV_NPROBE_DEFAULT). More
+	// than nlist fails with ErrInvalidArgument. Other kinds ignore it.
 	NProbe int
 	// SearchWidth is the candidate pool size of a graph index; 0 (default) is the index's own.
 	SearchWidth int
-	// ComputeMode is the arithmetic of an exact search on a CUDA device; ComputeFP32 (the zero
-	// value) is the default.
+	// ComputeMode is the arithmetic of a search on a CUDA device (the exact search's GEMM, the
+	// precision of IVF-PQ's look-up tables); ComputeFP32 (the zero value) is the default. The CPU
+	// computes in float32 whatever the mode.
 	ComputeMode ComputeMode
+	// RefineFactor applies to IVF-PQ indexes with ",Refine": RefineFactor x k candidates by PQ
+	// distance (at most max(k, MaxK)) are re-ranked with exact distances; 0 (default) means 8.
+	RefineFactor int
 }
 
 // Neighbors are the k nearest neighbours of nq queries.
@@ -190,15 +197,27 @@ func (p *SearchParams) c() (cParams, error) {
 	if st := C.qv_search_params_init(params); st != C.QV_OK {
 		return cParams{}, &Error{Status: Status(st), Message: "qv_search_params_init failed"}
 	}
-	nprobe, err := uint32Arg("NProbe", p.NProbe)
-	if err != nil {
-		return cParams{}, err
+	// NProbe 0, the zero value, is the index's default; C spells that QV_NPROBE_DEFAULT.
+	nprobe := C.uint32_t(C.QV_NPROBE_DEFAULT)
+	if p.NProbe != 0 {
+		var err error
+		if nprobe, err = uint32Arg("NProbe", p.NProbe); err != nil {
+			return cParams{}, err
+		}
+		if nprobe == C.QV_NPROBE_DEFAULT {
+			return cParams{}, invalidArgument("NProbe is %d, out of range 0 .. %d", p.NProbe, nprobe-1)
+		}
 	}
 	width, err := uint32Arg("SearchWidth", p.SearchWidth)
 	if err != nil {
 		return cParams{}, err
 	}
+	refine, err := uint32Arg("RefineFactor", p.RefineFactor)
+	if err != nil {
+		return cParams{}, err
+	}
 	params.nprobe = nprobe
+	params.refine_factor = refine
 	params.search_width = width
 	params.compute_mode = C.qv_compute_mode_t(p.ComputeMode)
 	out := cParams{params: params}

@@ -3,6 +3,9 @@
 #include "cpp/core/error.h"
 #include "cpp/index/flat.h"
 #include "cpp/index/flat_gpu.h"
+#include "cpp/index/ivf_gpu.h"
+#include "cpp/index/ivf_index.h"
+#include "cpp/index/ivf_spec.h"
 
 namespace quiver {
 
@@ -15,8 +18,15 @@ std::unique_ptr<Index> create_index(Context& context, const std::string& descrip
     if (context.device() == DeviceKind::cuda) return std::make_unique<GpuFlatIndex>(context, descriptor, dim, metric);
     return std::make_unique<FlatIndex>(context, descriptor, dim, metric);
   }
+  if (is_ivf_descriptor(descriptor)) {
+    const IvfSpec spec = parse_ivf_descriptor(descriptor, dim);
+    if (context.device() == DeviceKind::cuda)
+      return std::make_unique<GpuIvfIndex>(context, descriptor, dim, metric, spec);
+    return std::make_unique<IvfIndex>(context, descriptor, dim, metric, spec);
+  }
   fail(Status::invalid_argument, "descriptor: \"", descriptor,
-       "\" is not a known index kind (known: \"Flat\")");
+       "\" is not a known index kind (known: \"Flat\", \"IVF<nlist>,Flat\", \"IVF<nlist>,PQ<M>\", "
+       "\"OPQ<M>,IVF<nlist>,PQ<M>\", with optional \",Refine\" and \",HostIds\" after IVF ones)");
 }
 
 }  // namespace quiver

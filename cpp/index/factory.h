@@ -1,4 +1,5 @@
-// Descriptor strings ("Flat", later "IVF4096,PQ32", ...) to index objects.
+// Descriptor strings ("Flat", "IVF4096,Flat", "OPQ32,IVF4096,PQ32,Refine", ...) to index objects
+// (inverted-file descriptors: cpp/index/ivf_spec.h).
 #pragma once
 
 #include <cstdint>

@@ -7,10 +7,12 @@
 
 namespace quiver {
 
-const int64_t* IdMap::check_new(int64_t n, const int64_t* ids, std::vector<int64_t>& assigned) const {
+const int64_t* check_new_ids(int64_t n, const int64_t* ids, int64_t max_id,
+                             const std::unordered_map<int64_t, int64_t>& present,
+                             std::vector<int64_t>& assigned) {
   if (ids == nullptr) {
     assigned.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) assigned[i] = max_id_ + 1 + i;
+    for (int64_t i = 0; i < n; ++i) assigned[i] = max_id + 1 + i;
     return assigned.data();
   }
   std::unordered_set<int64_t> seen;
@@ -19,10 +21,14 @@ const int64_t* IdMap::check_new(int64_t n, const int64_t* ids, std::vector<int64
     if (ids[i] < 0) fail(Status::invalid_argument, "ids[", i, "] = ", ids[i], " is negative");
     if (!seen.insert(ids[i]).second)
       fail(Status::invalid_argument, "ids[", i, "] = ", ids[i], " appears twice in the call");
-    if (row_of_.count(ids[i]))
+    if (present.count(ids[i]))
       fail(Status::invalid_argument, "ids[", i, "] = ", ids[i], " is already in the index");
   }
   return ids;
+}
+
+const int64_t* IdMap::check_new(int64_t n, const int64_t* ids, std::vector<int64_t>& assigned) const {
+  return check_new_ids(n, ids, max_id_, row_of_, assigned);
 }
 
 void IdMap::append(int64_t n, const int64_t* ids) {

@@ -8,6 +8,13 @@
 
 namespace quiver {
 
+// Checks that n new ids are >= 0, unique among themselves and not keys of `present`; throws
+// invalid_argument naming the first offender. With ids == nullptr, fills `assigned` with consecutive
+// ids after max_id and returns it; else returns ids. Shared by the kinds' id tables.
+const int64_t* check_new_ids(int64_t n, const int64_t* ids, int64_t max_id,
+                             const std::unordered_map<int64_t, int64_t>& present,
+                             std::vector<int64_t>& assigned);
+
 class IdMap {
  public:
   int64_t size() const { return static_cast<int64_t>(ids_.size()); }

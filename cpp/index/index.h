@@ -17,13 +17,19 @@ class ByteWriter;
 class ByteReader;
 
 // Index kinds as stored in files; never renumber.
-enum class IndexKind : uint32_t { flat = 1 };
+enum class IndexKind : uint32_t { flat = 1, ivf_flat = 2, ivf_pq = 3 };
+
+// SearchOptions::nprobe when the caller leaves it to the index (QV_NPROBE_DEFAULT).
+constexpr uint32_t kNprobeDefault = 0xFFFFFFFFu;
 
 struct SearchOptions {
   IdFilter filter;
-  uint32_t nprobe = 0;
+  // Inverted-file indexes: lists visited, 1 .. nlist, or kNprobeDefault; other kinds ignore it.
+  uint32_t nprobe = kNprobeDefault;
   uint32_t search_width = 0;
   ComputeMode compute_mode = ComputeMode::fp32;
+  // ",Refine" indexes: refine_factor * k candidates are re-ranked exactly; 0: the index's default.
+  uint32_t refine_factor = 0;
 };
 
 struct MemoryUse {

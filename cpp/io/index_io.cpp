@@ -67,7 +67,8 @@ std::unique_ptr<Index> load_from_bytes(Context& context, const uint8_t* data, si
   if (!is_valid_metric(static_cast<int32_t>(metric)))
     fail(Status::corrupt_data, "corrupt index: metric ", metric);
   if (dim < 1 || dim > kMaxDim) fail(Status::corrupt_data, "corrupt index: dim ", dim);
-  if (count < 0 || static_cast<uint64_t>(count) > in.remaining() / sizeof(float) / static_cast<uint64_t>(dim))
+  // Every kind stores at least an 8-byte id a vector; the kind's payload checks the rest exactly.
+  if (count < 0 || static_cast<uint64_t>(count) > in.remaining() / sizeof(int64_t))
     fail(Status::corrupt_data, "corrupt index: count ", count, " exceeds the data");
 
   std::unique_ptr<Index> index;

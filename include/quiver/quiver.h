@@ -154,20 +154,40 @@ QV_API qv_status_t qv_cuda_device_count(int32_t *count);
 /* ---------------------------------------------------------------------------------------------- */
 /* Search parameters                                                                               */
 
+/* qv_search_params_t.nprobe value that lets an inverted-file index choose: min(nlist, 8). */
+#define QV_NPROBE_DEFAULT 0xFFFFFFFFu
+
 typedef struct qv_search_params {
   uint32_t struct_size; /* sizeof(qv_search_params_t), set by qv_search_params_init */
   /* Allowed ids: bit (id % 8) of byte filter[id / 8] set means id may be returned. Ids at or beyond
    * filter_bits are excluded, so a non-NULL filter with filter_bits 0 allows nothing. NULL (default)
    * allows every id (filter_bits must then be 0). filter_bits < 0 is QV_ERR_INVALID_ARGUMENT.
+   * Inverted-file indexes apply it inside the scan of each list, so k results come back whenever k
+   * allowed vectors are in the lists visited.
    * Host memory, at least (filter_bits + 7) / 8 bytes; read during the call. */
   const uint8_t *filter;
   int64_t filter_bits;
-  uint32_t nprobe;       /* inverted-file indexes: lists visited; 0 (default) = the index's default */
+  /* Inverted-file indexes ("IVF..."): the number of lists visited (search and range search), the
+   * nprobe lists whose centroids are nearest the query; 1 .. nlist, more is slower and finds more
+   * true neighbours (nprobe = nlist visits every list: for IVF-Flat, the exact result). Default
+   * QV_NPROBE_DEFAULT: min(nlist, 8). 0 or more than nlist is QV_ERR_INVALID_ARGUMENT. Other index
+   * kinds ignore it. */
+  uint32_t nprobe;
   uint32_t search_width; /* graph indexes: candidate pool size; 0 (default) = the index's default */
-  qv_compute_mode_t compute_mode; /* exact search on a CUDA device; default QV_COMPUTE_FP32 */
+  /* The arithmetic of a search on a CUDA device (the CPU always computes in float32 and ignores it):
+   * exact search ("Flat"): the distance GEMM, see qv_compute_mode_t; IVF-Flat: the fast modes may
+   * use the tensor cores, re-ranked exactly in float32; IVF-PQ: the precision of the look-up
+   * tables, float32 for QV_COMPUTE_FP32 and QV_COMPUTE_TF32, float16 (scaled so that no table
+   * overflows) for QV_COMPUTE_FP16 and QV_COMPUTE_BF16. Default QV_COMPUTE_FP32. */
+  qv_compute_mode_t compute_mode;
+  /* IVF-PQ indexes with ",Refine": the refine_factor x k best candidates by PQ distance (at most
+   * max(k, QV_MAX_K)) are re-ranked with exact distances to the stored raw vectors, and the k best
+   * returned; larger finds more true neighbours. 0 (default) = 8. Other indexes ignore it. */
+  uint32_t refine_factor;
 } qv_search_params_t;
 
-/* Fills *params with defaults. Returns QV_ERR_INVALID_ARGUMENT if params is NULL. */
+/* Fills *params with defaults: no filter, nprobe QV_NPROBE_DEFAULT, search_width 0, compute_mode
+ * QV_COMPUTE_FP32, refine_factor 0. Returns QV_ERR_INVALID_ARGUMENT if params is NULL. */
 QV_API qv_status_t qv_search_params_init(qv_search_params_t *params);
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -178,8 +198,38 @@ typedef struct qv_index qv_index_t;
 /* Creates an empty index.
  *
  * context     borrowed; the index keeps it alive (see qv_context_free).
- * descriptor  the index kind, Faiss-style: "Flat" (exact search; on a CUDA context its vectors live
- *             in device memory). Case-sensitive, no spaces.
+ * descriptor  the index kind, Faiss-style, case-sensitive, no spaces:
+ *             "Flat"                exact search over the raw vectors; needs no training.
+ *             "IVF<nlist>,Flat"     inverted file (IVF-Flat): k-means on the training vectors gives
+ *                                   nlist centroids; each vector is stored raw in the list of its
+ *                                   closest centroid; a search visits the nprobe lists closest to
+ *                                   the query (qv_search_params_t.nprobe), exact float32 distances.
+ *                                   Memory: dim x 4 bytes a vector (+ 4 for L2), its id and
+ *                                   its place in the id index (about 48 bytes), the centroids
+ *                                   (nlist x dim x 4).
+ *             "IVF<nlist>,PQ<M>"    IVF-PQ (IVFADC): vectors stored as M-byte product-quantization
+ *                                   codes of their residual to the centroid (M sub-quantizers of 256
+ *                                   centroids over dim / M dimensions each), searched through look-up
+ *                                   tables; distances are to the encoded vectors (approximate).
+ *                                   M: 1 .. 256, dividing dim. "PQ<M>x8" is the same.
+ *                                   Memory: M bytes a vector, its id and id index entry (about 48
+ *                                   bytes), the centroids, the codebooks (256 x dim x 4), and on the
+ *                                   CPU with L2 precomputed tables of nlist x M x 1 KiB when they
+ *                                   fit 256 MiB.
+ *             "OPQ<M>,IVF<nlist>,PQ<M2>"  IVF-PQ after a learned rotation (OPQ) that lowers the
+ *                                   quantization error; M and M2 divide dim. Memory: + dim x dim x 4.
+ *                                   (OPQ before "Flat" is refused: a rotation changes no distance.)
+ *             ",Refine" after a PQ descriptor keeps every vector's raw floats too (+ dim x 4 bytes a
+ *                                   vector) and re-ranks the refine_factor x k best PQ candidates
+ *                                   with exact distances (qv_search_params_t.refine_factor).
+ *             ",HostIds" after an IVF descriptor: on a CUDA context, the 8-byte ids stay in host
+ *                                   memory (less device memory); no effect on the CPU.
+ *             IVF indexes must be trained (qv_index_train) before add and search. On a CUDA context
+ *             their lists live in device memory; saved files are the same on every device.
+ *             Coarse quantization (the list a vector joins, the lists a query visits) uses the metric,
+ *             as in Faiss: the nearest centroids for L2, those of largest inner product for inner
+ *             product and cosine (vectors and queries are normalised for cosine; centroids are
+ *             k-means means, not normalised).
  * dim         vector dimension, 1 .. 65536.
  * metric      QV_METRIC_L2, QV_METRIC_INNER_PRODUCT or QV_METRIC_COSINE.
  * out         receives the new index, owned by the caller (qv_index_free).
@@ -194,6 +244,10 @@ QV_API void qv_index_free(qv_index_t *index);
 
 /* Trains the index on n training vectors (kinds that need no training, such as "Flat", accept the
  * call and do nothing but validate). x: n x dim floats, finite, read during the call.
+ * IVF indexes: n >= nlist (and n >= 256 for PQ); training uses a seeded sample (at most 256 x nlist
+ * vectors for the k-means, 65 536 for the PQ codebooks and the OPQ rotation) and is deterministic;
+ * on a CUDA context the k-means runs on the GPU. Training a trained index again replaces its model
+ * while it holds no vectors; with vectors in it, QV_ERR_INVALID_ARGUMENT (remove them first).
  * Needs exclusive access. Returns QV_OK, QV_ERR_INVALID_ARGUMENT (NULL x with n > 0, n < 0, NaN or
  * Inf in x, too few vectors), QV_ERR_OUT_OF_*_MEMORY. */
 QV_API qv_status_t qv_index_train(qv_index_t *index, int64_t n, const float *x);
@@ -216,7 +270,10 @@ QV_API qv_status_t qv_index_add(qv_index_t *index, int64_t n, const float *x, co
  * distances  nq x k, written by the call, closest first (see qv_metric_t for units and order);
  * ids        nq x k, written by the call; where fewer than k vectors qualify the row is padded with
  *            id -1 and distance +INFINITY (L2) or -INFINITY (inner product, cosine).
- * Returns QV_OK, QV_ERR_INVALID_ARGUMENT, QV_ERR_NOT_TRAINED, QV_ERR_OUT_OF_*_MEMORY. */
+ * IVF indexes search the params->nprobe nearest lists: IVF-Flat distances are exact float32, IVF-PQ
+ * distances are to the encoded vectors, or exact after ",Refine"'s re-ranking.
+ * Returns QV_OK, QV_ERR_INVALID_ARGUMENT (also nprobe 0 or > nlist), QV_ERR_NOT_TRAINED,
+ * QV_ERR_OUT_OF_*_MEMORY. */
 QV_API qv_status_t qv_index_search(const qv_index_t *index, int64_t nq, const float *queries,
                                    uint32_t k, const qv_search_params_t *params, float *distances,
                                    int64_t *ids);
@@ -228,6 +285,10 @@ typedef struct qv_range_result qv_range_result_t;
 /* Finds, for each of nq queries, every vector within radius:
  * L2: squared distance <= radius; inner product and cosine: similarity >= radius.
  * queries: nq x dim floats, finite. params: NULL or initialised (filter applies; nprobe for IVF).
+ * IVF indexes return the hits among the nprobe nearest lists: exact float32 distances for IVF-Flat
+ * and for IVF-PQ with ",Refine" (all entries of those lists checked against their raw vectors), PQ
+ * distances otherwise. On a CUDA context IVF range search runs on the CPU over a host copy of the
+ * lists.
  * *out receives a new result owned by the caller (qv_range_result_free).
  * Concurrent calls on one index are safe. Returns QV_OK, QV_ERR_INVALID_ARGUMENT (also a NaN radius),
  * QV_ERR_NOT_TRAINED, QV_ERR_OUT_OF_*_MEMORY. */
@@ -260,8 +321,8 @@ typedef struct qv_index_info_s {
   int64_t count;           /* vectors in the index */
   qv_device_kind_t device; /* QV_DEVICE_CPU or QV_DEVICE_CUDA */
   int32_t device_id;       /* CUDA ordinal, -1 on the CPU */
-  int64_t host_bytes;      /* host memory held by the index */
-  int64_t device_bytes;    /* GPU memory held by the index */
+  int64_t host_bytes;      /* host memory held by the index (lists, ids, model, tables) */
+  int64_t device_bytes;    /* GPU memory held by the index (its lists and model on a CUDA context) */
   char descriptor[128];    /* the descriptor the index was created with, NUL-terminated (cut to
                               127 bytes if longer) */
 } qv_index_info_t;

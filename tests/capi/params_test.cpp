@@ -15,9 +15,10 @@ TEST(CapiParams, SearchParamsInitDefaults) {
   EXPECT_EQ(p.struct_size, sizeof(qv_search_params_t));
   EXPECT_EQ(p.filter, nullptr);
   EXPECT_EQ(p.filter_bits, 0);
-  EXPECT_EQ(p.nprobe, 0u);
+  EXPECT_EQ(p.nprobe, QV_NPROBE_DEFAULT);
   EXPECT_EQ(p.search_width, 0u);
   EXPECT_EQ(p.compute_mode, QV_COMPUTE_FP32);
+  EXPECT_EQ(p.refine_factor, 0u);
 }
 
 TEST(CapiParams, ComputeModesAreCheckedAndExactOnTheCpu) {

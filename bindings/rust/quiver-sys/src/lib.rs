@@ -83,6 +83,8 @@ pub const QV_DEVICE_CUDA: qv_device_kind_t = 2;
 
 /// Largest k accepted by the k-nearest-neighbour searches.
 pub const QV_MAX_K: u32 = 2048;
+/// `QV_NPROBE_DEFAULT`: `qv_search_params_t::nprobe` that lets an inverted-file index choose.
+pub const QV_NPROBE_DEFAULT: u32 = 0xFFFF_FFFF;
 
 // ------------------------------------------------------------------------------------------------
 // Opaque handles (incomplete structs in C: never constructed, only pointed to)
@@ -141,12 +143,16 @@ pub struct qv_search_params_t {
     pub filter: *const u8,
     /// Ids at or beyond this are excluded when `filter` is not NULL.
     pub filter_bits: i64,
-    /// Inverted-file indexes: lists visited; 0 = the index's default.
+    /// Inverted-file indexes: lists visited, 1 ..= nlist; default `QV_NPROBE_DEFAULT` (the
+    /// index's choice, min(nlist, 8)); 0 or more than nlist is `QV_ERR_INVALID_ARGUMENT`.
     pub nprobe: u32,
     /// Graph indexes: candidate pool size; 0 = the index's default.
     pub search_width: u32,
-    /// Exact search on a CUDA device: the GEMM's arithmetic; default `QV_COMPUTE_FP32`.
+    /// Search arithmetic on a CUDA device (exact GEMM, IVF-PQ table precision); default
+    /// `QV_COMPUTE_FP32`.
     pub compute_mode: qv_compute_mode_t,
+    /// IVF-PQ ",Refine" indexes: refine_factor x k candidates re-ranked exactly; 0 (default) = 8.
+    pub refine_factor: u32,
 }
 
 /// `qv_index_info_t`.

@@ -34,7 +34,9 @@ macro_rules! describe {
 fn layouts() -> (Vec<String>, Vec<String>) {
     describe!(
         qv_context_options_t { struct_size, device, device_id, cpu_threads }
-        qv_search_params_t { struct_size, filter, filter_bits, nprobe, search_width, compute_mode }
+        qv_search_params_t {
+            struct_size, filter, filter_bits, nprobe, search_width, compute_mode, refine_factor
+        }
         qv_index_info_t {
             struct_size, dim, metric, is_trained, count, device, device_id, host_bytes,
             device_bytes, descriptor
@@ -46,7 +48,7 @@ fn layouts() -> (Vec<String>, Vec<String>) {
         QV_ERR_CORRUPT_DATA, QV_ERR_VERSION_MISMATCH, QV_ERR_INTERNAL,
         QV_METRIC_L2, QV_METRIC_INNER_PRODUCT, QV_METRIC_COSINE,
         QV_COMPUTE_FP32, QV_COMPUTE_TF32, QV_COMPUTE_FP16, QV_COMPUTE_BF16,
-        QV_DEVICE_AUTO, QV_DEVICE_CPU, QV_DEVICE_CUDA, QV_MAX_K,
+        QV_DEVICE_AUTO, QV_DEVICE_CPU, QV_DEVICE_CUDA, QV_MAX_K, QV_NPROBE_DEFAULT,
         QV_VERSION_MAJOR, QV_VERSION_MINOR, QV_VERSION_PATCH, QV_VERSION_NUMBER, QV_ABI_VERSION
     )
 }
@@ -118,6 +120,8 @@ fn the_linked_library_is_the_one_declared() {
         let mut p: qv_search_params_t = std::mem::zeroed();
         assert_eq!(qv_search_params_init(&mut p), QV_OK);
         assert_eq!(p.struct_size as usize, size_of::<qv_search_params_t>());
+        assert_eq!(p.nprobe, QV_NPROBE_DEFAULT);
+        assert_eq!(p.refine_factor, 0);
         assert_eq!(
             qv_search_params_init(std::ptr::null_mut()),
             QV_ERR_INVALID_ARGUMENT

@@ -15,20 +15,70 @@ use crate::shape::{c_path, c_string, k_value, output_len, output_slice, rows, to
 use quiver_sys as sys;
 
 /// The index kinds, by structure; [`IndexKind::descriptor`] gives the descriptor string that
-/// [`Index::new`] takes.
+/// [`Index::new`] takes (also its `Display`).
+///
+/// ```
+/// use quiver::IndexKind;
+/// assert_eq!(IndexKind::IvfFlat { nlist: 1024 }.descriptor(), "IVF1024,Flat");
+/// let kind = IndexKind::IvfPq { nlist: 256, m: 16, opq_m: 32, refine: true };
+/// assert_eq!(kind.to_string(), "OPQ32,IVF256,PQ16,Refine");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum IndexKind {
     /// Exact search over all vectors: descriptor `"Flat"`.
     Flat,
+    /// Inverted file of raw vectors (IVF-Flat), `"IVF<nlist>,Flat"`: training runs k-means for
+    /// `nlist` centroids; each vector goes to the list of its nearest centroid; a search visits
+    /// the [`SearchParams::with_nprobe`](crate::SearchParams::with_nprobe) nearest lists with exact
+    /// distances.
+    IvfFlat {
+        /// Lists (k-means centroids), 1 ..= 2^24; training needs at least as many vectors.
+        nlist: u32,
+    },
+    /// Inverted file of product-quantization codes (IVF-PQ, IVFADC),
+    /// `"[OPQ<opq_m>,]IVF<nlist>,PQ<m>[,Refine]"`: `m` bytes a vector, distances to the encoded
+    /// vectors; `refine` keeps the raw vectors to re-rank candidates exactly
+    /// ([`SearchParams::with_refine_factor`](crate::SearchParams::with_refine_factor)).
+    IvfPq {
+        /// Lists (k-means centroids).
+        nlist: u32,
+        /// Sub-quantizers (code bytes), 1 ..= 256, dividing the dimension.
+        m: u32,
+        /// Sub-spaces of an OPQ rotation applied first (dividing the dimension); 0 for none.
+        opq_m: u32,
+        /// Keep the raw vectors and re-rank exactly (",Refine").
+        refine: bool,
+    },
 }
 
 impl IndexKind {
     /// The descriptor string of this kind.
-    pub fn descriptor(self) -> &'static str {
+    pub fn descriptor(self) -> String {
         match self {
-            IndexKind::Flat => "Flat",
+            IndexKind::Flat => "Flat".to_string(),
+            IndexKind::IvfFlat { nlist } => format!("IVF{nlist},Flat"),
+            IndexKind::IvfPq {
+                nlist,
+                m,
+                opq_m,
+                refine,
+            } => {
+                let opq = if opq_m > 0 {
+                    format!("OPQ{opq_m},")
+                } else {
+                    String::new()
+                };
+                let suffix = if refine { ",Refine" } else { "" };
+                format!("{opq}IVF{nlist},PQ{m}{suffix}")
+            }
         }
+    }
+}
+
+impl std::fmt::Display for IndexKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.descriptor())
     }
 }
 
@@ -87,7 +137,9 @@ impl Drop for Index {
 impl Index {
     /// Creates an empty index on `context`'s device.
     ///
-    /// `descriptor` names the kind, Faiss-style (`"Flat"`; see [`IndexKind`]); `dim` is 1 ..= 65536.
+    /// `descriptor` names the kind, Faiss-style (`"Flat"`, `"IVF1024,Flat"`, `"IVF256,PQ16,Refine"`;
+    /// see [`IndexKind`] and `qv_index_create` in quiver.h); `dim` is 1 ..= 65536. Inverted-file
+    /// indexes need [`Index::train`] before `add` and `search`.
     /// Errors: `InvalidArgument` (unknown or malformed descriptor, bad dim), `Unsupported` (the kind
     /// cannot run on an explicit CUDA context).
     pub fn new(context: &Context, descriptor: &str, dim: usize, metric: Metric) -> Result<Index> {
@@ -163,7 +215,8 @@ impl Index {
     }
 
     /// Trains the index on the rows of `x` (`n x dim`, finite). Kinds that need no training, such as
-    /// `"Flat"`, only validate.
+    /// `"Flat"`, only validate. Inverted files need at least nlist rows (256 for PQ), train
+    /// deterministically, and refuse (`InvalidArgument`) to train again once they hold vectors.
     pub fn train(&mut self, x: &[f32]) -> Result<()> {
         let n = rows("x", x.len(), self.dim)?;
         // SAFETY: exclusive (&mut self); x holds n x dim floats, read during the call.

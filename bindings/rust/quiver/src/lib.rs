@@ -66,7 +66,7 @@ pub use knn::knn;
 pub use metric::{ComputeMode, Metric};
 pub use neighbors::{Hits, Neighbors};
 pub use range_result::RangeResult;
-pub use search_params::SearchParams;
+pub use search_params::{SearchParams, NPROBE_DEFAULT};
 
 /// The raw C declarations (`quiver-sys`), for what this crate does not wrap.
 pub use quiver_sys as sys;

@@ -1,4 +1,5 @@
-//! `SearchParams`: per-call search settings (filter, nprobe, graph search width).
+//! `SearchParams`: per-call search settings (filter, nprobe, refine factor, graph search width,
+//! compute mode).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -7,8 +8,12 @@ use crate::error::{Error, Result};
 use crate::metric::ComputeMode;
 use quiver_sys as sys;
 
+/// [`SearchParams::with_nprobe`] value that lets an inverted-file index choose (`QV_NPROBE_DEFAULT`).
+pub const NPROBE_DEFAULT: u32 = sys::QV_NPROBE_DEFAULT;
+
 /// Settings of one search, range search or k-NN call. `SearchParams::default()` gives the library's
-/// defaults (`qv_search_params_init`): no filter, the index's own nprobe and search width.
+/// defaults (`qv_search_params_init`): no filter, the index's own nprobe ([`NPROBE_DEFAULT`]),
+/// refine factor and search width, float32 arithmetic.
 ///
 /// The filter is a bitset of allowed ids, owned (`Vec<u8>`) or borrowed (`&[u8]`): bit `id % 8` of
 /// byte `id / 8` set means `id` may be returned; ids at or beyond `bits` are excluded.
@@ -37,10 +42,11 @@ impl Default for SearchParams<'_> {
     fn default() -> Self {
         // SAFETY: plain data, all-zero is valid; overwritten by qv_search_params_init.
         let mut raw: sys::qv_search_params_t = unsafe { std::mem::zeroed() };
-        // SAFETY: a valid, writable struct. It fails only for NULL; the fallback keeps zeroed
-        // defaults (which the header documents as the defaults) with struct_size set.
+        // SAFETY: a valid, writable struct. It fails only for NULL; the fallback sets the defaults
+        // the header documents.
         if unsafe { sys::qv_search_params_init(&mut raw) } != sys::QV_OK {
             raw.struct_size = std::mem::size_of::<sys::qv_search_params_t>() as u32;
+            raw.nprobe = sys::QV_NPROBE_DEFAULT;
         }
         raw.filter = std::ptr::null();
         SearchParams { raw, filter: None }
@@ -53,9 +59,20 @@ impl<'a> SearchParams<'a> {
         Self::default()
     }
 
-    /// Inverted-file indexes: the number of lists visited; 0 means the index's default.
+    /// Inverted-file indexes: the number of lists visited (search and range search), 1 ..= nlist,
+    /// the lists whose centroids are nearest the query; more is slower and finds more true
+    /// neighbours. [`NPROBE_DEFAULT`] (the default) lets the index choose: min(nlist, 8). 0 or more
+    /// than nlist makes the search fail with `Status::InvalidArgument`. Other kinds ignore it.
     pub fn with_nprobe(mut self, nprobe: u32) -> Self {
         self.raw.nprobe = nprobe;
+        self
+    }
+
+    /// IVF-PQ indexes with ",Refine": `factor` x k candidates by PQ distance (at most
+    /// max(k, [`MAX_K`](crate::MAX_K))) are re-ranked with exact distances to the stored vectors;
+    /// 0 (the default) means 8. Other kinds ignore it.
+    pub fn with_refine_factor(mut self, factor: u32) -> Self {
+        self.raw.refine_factor = factor;
         self
     }
 
@@ -65,7 +82,9 @@ impl<'a> SearchParams<'a> {
         self
     }
 
-    /// Exact search on a CUDA device: the arithmetic of the distance GEMM (see [`ComputeMode`]).
+    /// Searches on a CUDA device: the arithmetic of the exact search's GEMM (see [`ComputeMode`]),
+    /// the precision of IVF-PQ's look-up tables (float16 for `Fp16` and `Bf16`). The CPU computes
+    /// in float32 whatever the mode.
     pub fn with_compute_mode(mut self, mode: ComputeMode) -> Self {
         self.raw.compute_mode = mode.code();
         self
@@ -101,9 +120,14 @@ impl<'a> SearchParams<'a> {
         self
     }
 
-    /// The nprobe setting (0 = the index's default).
+    /// The nprobe setting ([`NPROBE_DEFAULT`] = the index's default).
     pub fn nprobe(&self) -> u32 {
         self.raw.nprobe
+    }
+
+    /// The refine factor setting (0 = the index's default, 8).
+    pub fn refine_factor(&self) -> u32 {
+        self.raw.refine_factor
     }
 
     /// The search width setting (0 = the index's default).
@@ -150,6 +174,7 @@ impl fmt::Debug for SearchParams<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SearchParams")
             .field("nprobe", &self.raw.nprobe)
+            .field("refine_factor", &self.raw.refine_factor)
             .field("search_width", &self.raw.search_width)
             .field("compute_mode", &self.compute_mode())
             .field("filter_bits", &self.filter.as_ref().map(|(_, n)| *n))

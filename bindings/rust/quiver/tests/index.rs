@@ -9,7 +9,7 @@ const DIM: usize = 12;
 
 fn flat(n: usize) -> (Index, Vec<f32>) {
     let ctx = context();
-    let mut index = Index::new(&ctx, IndexKind::Flat.descriptor(), DIM, Metric::L2).unwrap();
+    let mut index = Index::new(&ctx, &IndexKind::Flat.descriptor(), DIM, Metric::L2).unwrap();
     let base = data(n, DIM, 7);
     index.train(&base).unwrap();
     index.add(&base).unwrap();
@@ -331,10 +331,27 @@ fn the_filter_restricts_results() {
 
 #[test]
 fn search_params_carry_nprobe_and_search_width() {
-    let params = SearchParams::new().with_nprobe(7).with_search_width(64);
-    assert_eq!((params.nprobe(), params.search_width()), (7, 64));
+    let params = SearchParams::new()
+        .with_nprobe(7)
+        .with_search_width(64)
+        .with_refine_factor(3);
+    assert_eq!(
+        (
+            params.nprobe(),
+            params.search_width(),
+            params.refine_factor()
+        ),
+        (7, 64, 3)
+    );
     let defaults = SearchParams::default();
-    assert_eq!((defaults.nprobe(), defaults.search_width()), (0, 0));
+    assert_eq!(
+        (
+            defaults.nprobe(),
+            defaults.search_width(),
+            defaults.refine_factor()
+        ),
+        (quiver::NPROBE_DEFAULT, 0, 0)
+    );
     assert!(defaults.filter().is_none());
     // Flat has no lists or graph: the settings are accepted and change nothing.
     let (index, _) = flat(50);
