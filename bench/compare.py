@@ -5,9 +5,16 @@ quiver's rows come from `quiver bench --json`; the baselines (faiss-cpu, hnswlib
 machine PyTorch matmul + topk) run here on the same vectors, with the same thread count and the same
 protocol (one warm-up, then the median of --repeats timed runs of all queries in one call, recall@10).
 Writes JSON lines (one object per measurement), a recall@10-vs-QPS plot next to them, and prints a
-table with quiver/baseline QPS ratios. A baseline whose module is missing is skipped with a note.
+table with quiver/baseline QPS ratios and each method's best QPS at recall@10 >= 0.95 and 0.99.
+A baseline whose module is missing is skipped with a note.
+
+Inverted-file descriptors ("IVF1024,Flat", "IVF1024,PQ32", "OPQ32,IVF1024,PQ32", any of them with
+",Refine") run in faiss through faiss.index_factory with the same string (",Refine" becomes faiss'
+",RFlat", whose k_factor is quiver's refine factor), trained on the same vectors, over the same nprobe
+(x refine) sweep: by default 1, 2, 4, ... up to min(256, nlist).
 
     python3 bench/compare.py --dataset fashion-mnist --index Flat --json out/fm.json --threads 2
+    python3 bench/compare.py --dataset fashion-mnist --index IVF1024,Flat --json out/fm-ivf.json --threads 2
 """
 import argparse
 import datetime
@@ -16,6 +23,7 @@ import importlib
 import importlib.metadata
 import json
 import os
+import re
 import shlex
 import statistics
 import subprocess
@@ -25,12 +33,22 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import plot_curves  # noqa: E402  (bench/plot_curves.py: the plot and the target-recall summary)
+from plot_curves import fmt_params, method  # noqa: E402
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SYNTH_NAMES = ("synth-100k-128", "synth-1m-128", "synth-10m-96")
 HNSW_M = 16                 # the graph baseline BENCHMARKS.md names
 HNSW_EF_CONSTRUCTION = 200  # hnswlib's recommended build quality
 DEFAULT_EF = "10,16,32,64,128,256,512"
 RECALL_DEPTH = 10
+MAX_DEFAULT_NPROBE = 256     # as `quiver bench`: the default sweep is the powers of two up to this
+DEFAULT_REFINE = [8]         # refine factor(s) for ",Refine" descriptors when --refine is not given
+PROTOCOL_REPEATS = 5         # latency rows, as `quiver bench`: at least this many batches...
+MAX_LATENCY_QUERIES = 1000   # ...over at most this many queries...
+LATENCY_BUDGET_S = 10.0      # ...or this long
+LATENCY_BATCHES = (1, 100)
 
 
 def note(msg):
@@ -190,26 +208,87 @@ class RowMaker:
                            quiver_version=quiver_version, command=command)
         self.gt = data.gt
 
-    def row(self, baseline, index, params, device, build_s, search_s, ids, repeats):
+    def row(self, baseline, index, params, device, build_s, search_s, ids, repeats, batch=None,
+            train_s=None, add_s=None):
+        """batch: queries per call (default all: a throughput row); ids: the answered queries' rows."""
         r = dict(self.common)
-        r.update(index=index, params=params, device=device, build_s=build_s, search_s=search_s,
-                 qps=r["nq"] / search_s,
+        batch = batch or r["nq"]
+        r.update(index=index, params=params, device=device, batch=batch, build_s=build_s)
+        if train_s is not None:
+            r.update(train_s=train_s, add_s=add_s)
+        r.update(search_s=search_s, qps=batch / search_s,
                  recall10=recall_at(ids, self.gt) if r["k"] >= RECALL_DEPTH else None,
                  recall_at_k=recall_at(ids, self.gt, min(r["k"], self.gt.shape[1])),
                  repeats=repeats, baseline=baseline,
                  time=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
-        print(f"  {baseline:28s} {index:14s} {fmt_params(params):22s} "
-              f"{r['qps']:12.0f} QPS  recall@10 {fmt(r['recall10'])}", flush=True)
+        if batch < r["nq"]:
+            r["latency_ms"] = search_s * 1e3
+        what = f"{r['qps']:12.0f} QPS" if batch == r["nq"] else f"batch {batch:3d} {search_s * 1e3:8.3f} ms"
+        print(f"  {baseline:28s} {index:24s} {fmt_params(params):22s} "
+              f"{what}  recall@10 {fmt(r['recall10'])}", flush=True)
         return r
 
 
+def latency(search, queries, batch):
+    """Consecutive batches of `batch` queries, each its own call, as `quiver bench --latency`:
+    one warm-up, then up to MAX_LATENCY_QUERIES queries or LATENCY_BUDGET_S seconds (at least
+    PROTOCOL_REPEATS batches). Returns (median seconds per call, ids of the answered queries, calls)."""
+    batches = min(len(queries), MAX_LATENCY_QUERIES) // batch
+    search(queries[:batch])
+    times, ids = [], []
+    budget = time.perf_counter()
+    for b in range(batches):
+        if b >= PROTOCOL_REPEATS and time.perf_counter() - budget > LATENCY_BUDGET_S:
+            break
+        q = queries[b * batch:(b + 1) * batch]
+        t0 = time.perf_counter()
+        ids.append(search(q))
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), np.concatenate(ids), len(times)
+
+
 # ---- baselines ---------------------------------------------------------------------------------
+
+def descriptor_nlist(descriptor):
+    """nlist of the "IVF<nlist>" component, 0 when there is none (as `quiver bench` reads it)."""
+    m = re.search(r"(?:^|,)IVF(\d+)", descriptor)
+    return int(m.group(1)) if m else 0
+
+
+def has_refine(descriptor):
+    return any(c.startswith("Refine") or c == "RFlat" for c in descriptor.split(","))
+
+
+def faiss_descriptor(descriptor):
+    """quiver's descriptor in faiss' factory language: the same but for exact re-ranking, which
+    faiss spells ",RFlat" (IndexRefineFlat over the raw vectors; its k_factor is our refine), and
+    ",HostIds" (where a GPU index keeps its ids), which has no faiss counterpart and is dropped."""
+    parts = [c for c in descriptor.split(",") if c != "HostIds"]
+    return ",".join("RFlat" if c == "Refine" else c for c in parts)
+
+
+def sweep_points(args):
+    """The search parameters of every measurement, in the order and form of quiver's rows:
+    refine factors (outer) x nprobe values; [{}] for an index with neither."""
+    refines = args.refine or [None]
+    nprobes = args.nprobe or [None]
+    points = []
+    for refine in refines:
+        for nprobe in nprobes:
+            p = {}
+            if nprobe is not None:
+                p["nprobe"] = nprobe
+            if refine is not None:
+                p["refine"] = refine
+            points.append(p)
+    return points
+
 
 def faiss_rows(args, data, rows):
     try:
         faiss = importlib.import_module("faiss")
     except ImportError:
-        note("faiss is not installed here; skipping the faiss baseline")
+        note("faiss is not installed here (pip install faiss-cpu); skipping the faiss baseline")
         return []
     dist, version = module_version(faiss, ["faiss-cpu", "faiss-gpu", "faiss"])
     name = f"{dist} {version}"
@@ -218,29 +297,52 @@ def faiss_rows(args, data, rows):
     if args.metric == "cosine":
         base, queries = normalized(base), normalized(queries)
     metric = faiss.METRIC_L2 if args.metric == "l2" else faiss.METRIC_INNER_PRODUCT
+    descriptor = faiss_descriptor(args.index)
     try:
-        index = faiss.index_factory(base.shape[1], args.index, metric)
+        index = faiss.index_factory(base.shape[1], descriptor, metric)
     except RuntimeError as e:
-        note(f"faiss does not understand descriptor {args.index!r} ({e}); skipping faiss")
+        note(f"faiss does not understand descriptor {descriptor!r} ({e}); skipping faiss")
         return []
+    train = base[:args.ntrain] if args.ntrain else base  # the vectors quiver trains on
+    print(f"  faiss: building {descriptor!r} (train on {len(train)} vectors, add {len(base)})",
+          flush=True)
     t0 = time.perf_counter()
     if not index.is_trained:
-        index.train(base)
+        index.train(train)
+    train_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
     index.add(base)
-    build_s = time.perf_counter() - t0
+    add_s = time.perf_counter() - t0
+    ivf = None
+    try:
+        ivf = faiss.extract_index_ivf(index)
+    except RuntimeError:
+        pass
     out = []
-    for nprobe in args.nprobe or [None]:
-        params = {}
-        if nprobe is not None:
-            try:
-                faiss.extract_index_ivf(index).nprobe = nprobe
-                params = {"nprobe": nprobe}
-            except RuntimeError:
-                note(f"faiss {args.index} has no nprobe; sweep ignored")
+    for params in sweep_points(args):
+        if "nprobe" in params:
+            if ivf is None:
+                note(f"faiss {descriptor} has no nprobe; sweep ignored")
+                params = {k: v for k, v in params.items() if k != "nprobe"}
+            else:
+                ivf.nprobe = params["nprobe"]
+        if "refine" in params:
+            if not hasattr(index, "k_factor"):
+                note(f"faiss {descriptor} has no k_factor; refine ignored")
+                params = {k: v for k, v in params.items() if k != "refine"}
+            else:
+                index.k_factor = float(params["refine"])
         search_s, (_, ids) = timed(lambda: index.search(queries, args.k), args.repeats)
-        out.append(rows.row(name, args.index, params, "cpu", build_s, search_s, ids, args.repeats))
+        out.append(rows.row(name, args.index, params, "cpu", train_s + add_s, search_s, ids,
+                            args.repeats, train_s=train_s, add_s=add_s))
+        if args.latency:
+            for batch in LATENCY_BATCHES:
+                if batch < len(queries):  # batch nq is the throughput row
+                    lat_s, lat_ids, calls = latency(lambda q: index.search(q, args.k)[1], queries, batch)
+                    out.append(rows.row(name, args.index, params, "cpu", train_s + add_s, lat_s,
+                                        lat_ids, calls, batch=batch, train_s=train_s, add_s=add_s))
         if not params:
-            break
+            break  # nothing to sweep
     return out
 
 
@@ -319,7 +421,8 @@ def torch_rows(args, data, rows):
     for io, fn in (("host", host_to_host), ("device", device_resident)):
         search_s, ids = timed(fn, args.repeats)
         ids = ids if isinstance(ids, np.ndarray) else ids.cpu().numpy()
-        out.append(rows.row(name, args.index, {"io": io}, "cuda:0", build_s, search_s, ids,
+        # Exact search whatever args.index is: its rows say "Flat" (the recall-1.0 reference point).
+        out.append(rows.row(name, "Flat", {"io": io}, "cuda:0", build_s, search_s, ids,
                             args.repeats))
     return out
 
@@ -343,6 +446,14 @@ def quiver_rows(args, data):
             cmd += ["--nq", str(args.nq)]
         if args.nprobe:
             cmd += ["--nprobe", ",".join(map(str, args.nprobe))]
+        if args.refine:
+            cmd += ["--refine", ",".join(map(str, args.refine))]
+        if args.ntrain:
+            cmd += ["--ntrain", str(args.ntrain)]
+        if args.mode:
+            cmd += ["--mode", args.mode]
+        if args.latency:
+            cmd += ["--latency"]
         run_checked(cmd)
         with open(out) as f:
             return [json.loads(line) for line in f if line.strip()]
@@ -352,14 +463,6 @@ def quiver_rows(args, data):
 
 def fmt(x, spec=".4f"):
     return "-" if x is None else format(x, spec)
-
-
-def fmt_params(p):
-    return ",".join(f"{k}={v}" for k, v in p.items()) or "-"
-
-
-def method(row):
-    return row.get("baseline") or f"quiver {row['quiver_version']}"
 
 
 def qps_ratio(row, quiver):
@@ -389,44 +492,16 @@ def print_table(rows, machine, command):
     print(f"command: {command}")
     print(f"data:    {first['dataset']} n={first['n']} d={first['d']} nq={first['nq']} "
           f"k={first['k']} metric={first['metric']}\n")
-    print(f"{'method':30s} {'index':14s} {'params':36s} {'device':7s} {'build_s':>8s} "
+    print(f"{'method':30s} {'index':24s} {'params':36s} {'device':7s} {'build_s':>8s} "
           f"{'search_s':>10s} {'QPS':>10s} {'recall@10':>9s}  quiver/this")
     for r in rows:
         if r["batch"] != r["nq"]:
             continue  # latency rows are quiver-only; they stay in the JSON
         ratio, why = qps_ratio(r, quiver) if "baseline" in r else (None, "")
         ratio_text = f"{ratio:.2f}x ({why})" if ratio else why
-        print(f"{method(r)[:30]:30s} {r['index'][:14]:14s} {fmt_params(r['params'])[:36]:36s} "
+        print(f"{method(r)[:30]:30s} {r['index'][:24]:24s} {fmt_params(r['params'])[:36]:36s} "
               f"{r['device']:7s} {r['build_s']:8.3f} {r['search_s']:10.4f} {r['qps']:10.0f} "
               f"{fmt(r['recall10']):>9s}  {ratio_text}")
-
-
-def plot(rows, path, title):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        note("matplotlib is not installed; no plot")
-        return
-    curves = {}
-    for r in rows:
-        if r["batch"] == r["nq"] and r["recall10"] is not None:
-            io = ", device io" if r["params"].get("io") == "device" else ""
-            label = f"{method(r)} {r['index']} ({r['device']}{io})"
-            curves.setdefault(label, []).append((r["recall10"], r["qps"]))
-    fig, ax = plt.subplots(figsize=(7, 5))
-    for label, pts in sorted(curves.items()):  # points stay in sweep order (nprobe, ef rising)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
-    ax.set_yscale("log")
-    ax.set_xlabel("recall@10")
-    ax.set_ylabel("queries per second (log)")
-    ax.set_title(title, fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    print(f"plot: {path}")
 
 
 # ---- main --------------------------------------------------------------------------------------
@@ -439,36 +514,72 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dataset", required=True,
                    help="fashion-mnist, synth-100k-128 | synth-1m-128 | synth-10m-96, or a quiver gen folder")
-    p.add_argument("--index", default="Flat", help="descriptor, e.g. Flat or IVF1024,Flat (default Flat)")
+    p.add_argument("--index", default="Flat",
+                   help="descriptor: Flat (default), IVF1024,Flat, IVF1024,PQ32, OPQ32,IVF1024,PQ32, "
+                        "...,Refine")
     p.add_argument("--json", required=True, help="JSON lines output; the plot goes beside it (.png)")
     p.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads for every method")
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--nq", type=int, default=0, help="use the first NQ queries (default all)")
+    p.add_argument("--ntrain", type=int, default=0,
+                   help="train every method on the first NTRAIN base vectors (default all)")
     p.add_argument("--metric", choices=["l2", "ip", "cosine"], default="l2")
     p.add_argument("--repeats", type=int, default=5, help="timed runs after the warm-up (median)")
-    p.add_argument("--nprobe", type=int_list, default=[], help="nprobe sweep, e.g. 1,2,4,8 (IVF)")
+    p.add_argument("--nprobe", type=int_list, default=None,
+                   help="nprobe sweep, e.g. 1,2,4,8 (IVF; default 1,2,4,... up to min(256, nlist))")
+    p.add_argument("--refine", type=int_list, default=None,
+                   help="refine factors of a ,Refine descriptor (faiss k_factor), e.g. 2,4,8 "
+                        f"(default {','.join(map(str, DEFAULT_REFINE))})")
+    p.add_argument("--latency", action="store_true",
+                   help="also time batches of 1 and 100 queries (quiver and faiss)")
     p.add_argument("--ef", type=int_list, default=int_list(DEFAULT_EF), help="hnswlib ef sweep")
     p.add_argument("--hnsw", action="store_true", help="run the hnswlib curve also for Flat")
+    p.add_argument("--skip", type=lambda t: [v for v in t.split(",") if v], default=[],
+                   help="methods to leave out, e.g. hnswlib or faiss,torch; quiver for a "
+                        "baselines-only dry run")
+    p.add_argument("--targets", default="0.95,0.99", help="recall@10 targets of the summary")
     p.add_argument("--device", default="auto", help="quiver's device: auto | cpu | cuda")
+    p.add_argument("--mode", help="quiver's --mode (GPU arithmetic), e.g. fp16")
     p.add_argument("--quiver", default=os.path.join(REPO, "build", "bin", "quiver"))
     p.add_argument("--cache", default=os.path.join(REPO, "data"), help="where synth-* data is generated")
     p.add_argument("--append", action="store_true", help="append to --json instead of replacing it")
-    return p.parse_args()
+    args = p.parse_args()
+    nlist = descriptor_nlist(args.index)
+    if args.nprobe is None:
+        args.nprobe = []
+        while nlist and (1 << len(args.nprobe)) <= min(MAX_DEFAULT_NPROBE, nlist):
+            args.nprobe.append(1 << len(args.nprobe))
+    if nlist and any(v < 1 or v > nlist for v in args.nprobe):
+        p.error(f"--nprobe: values must be in 1 .. nlist = {nlist}")
+    if args.refine is None:
+        args.refine = list(DEFAULT_REFINE) if has_refine(args.index) else []
+    elif args.refine and not has_refine(args.index):
+        p.error(f"--refine: {args.index!r} has no ,Refine component to re-rank with")
+    unknown = set(args.skip) - {"quiver", "faiss", "hnswlib", "torch"}
+    if unknown:
+        p.error(f"--skip: unknown method(s) {', '.join(sorted(unknown))} (quiver, faiss, hnswlib, torch)")
+    return args
 
 
 def main():
     args = parse_args()
-    if not os.access(args.quiver, os.X_OK):
+    if not os.access(args.quiver, os.X_OK) and "quiver" not in args.skip:
         sys.exit(f"{args.quiver}: no quiver binary; build it first "
                  "(cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j2)")
     command = shlex.join([sys.executable] + sys.argv)
     data = load_dataset(args.dataset, args.quiver, args.cache, args.nq or None)
     print(f"data: {data.name} n={len(data.base)} d={data.base.shape[1]} nq={len(data.queries)}", flush=True)
 
-    q_rows = quiver_rows(args, data)
-    if not q_rows:
-        sys.exit("quiver bench wrote no rows")
-    machine = dict(q_rows[0]["machine"])
+    if "quiver" in args.skip:  # a baselines-only dry run
+        q_rows = []
+        machine = {"cpu": cpu_model(), "cores": os.cpu_count()}
+        version = None
+    else:
+        q_rows = quiver_rows(args, data)
+        if not q_rows:
+            sys.exit("quiver bench wrote no rows")
+        machine = dict(q_rows[0]["machine"])
+        version = q_rows[0]["quiver_version"]
     if "gpu" not in machine:
         machine.update(gpu_description())
     if data.gt is None or data.gt.shape[1] < max(args.k, RECALL_DEPTH) or args.metric != "l2":
@@ -476,13 +587,16 @@ def main():
         data.gt = exact_ground_truth(data.base, data.queries, max(args.k, RECALL_DEPTH), args.metric)
         print(f"ground truth for the baselines: exact NumPy top-{data.gt.shape[1]} "
               f"in {time.perf_counter() - t0:.1f} s", flush=True)
-    rows = RowMaker(args, data, machine, q_rows[0]["quiver_version"], command)
+    rows = RowMaker(args, data, machine, version, command)
 
     print("baselines:", flush=True)
-    b_rows = faiss_rows(args, data, rows)
-    if args.index != "Flat" or args.hnsw:
+    b_rows = []
+    if "faiss" not in args.skip:
+        b_rows += faiss_rows(args, data, rows)
+    if (args.index != "Flat" or args.hnsw) and "hnswlib" not in args.skip:
         b_rows += hnswlib_rows(args, data, rows)
-    b_rows += torch_rows(args, data, rows)
+    if "torch" not in args.skip:
+        b_rows += torch_rows(args, data, rows)
 
     all_rows = q_rows + b_rows
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
@@ -491,9 +605,11 @@ def main():
             f.write(json.dumps(r) + "\n")
     print(f"JSON lines: {args.json}")
     print_table(all_rows, machine, command)
+    plot_curves.summary(all_rows, [float(t) for t in args.targets.split(",") if t])
+    plot_curves.latency_table(all_rows)
     title = (f"{data.name} n={len(data.base)} d={data.base.shape[1]} k={args.k}, "
              f"{args.threads} threads, {machine['cpu']}" + (f", {machine['gpu']}" if machine.get("gpu") else ""))
-    plot(all_rows, os.path.splitext(args.json)[0] + ".png", title)
+    plot_curves.plot(all_rows, os.path.splitext(args.json)[0] + ".png", title)
 
 
 if __name__ == "__main__":

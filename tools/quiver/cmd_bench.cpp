@@ -1,6 +1,8 @@
 // quiver bench: the BENCHMARKS.md protocol in one command — build (train + add), ground truth, one
 // warm-up, then the median of repeated timed searches of the whole query batch in one call, recall@10;
-// optionally batch-1 / batch-100 latencies. Prints a table and appends JSON lines.
+// optionally batch-1 / batch-100 latencies. Inverted-file indexes are swept over nprobe (and the
+// refine factor of ",Refine" indexes), one row per point. Prints a table and appends JSON lines;
+// bench/plot_curves.py turns them into the recall-QPS plot.
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -12,6 +14,7 @@
 #include "errors.h"
 #include "eval.h"
 #include "index_build.h"
+#include "ivf_params.h"
 #include "json.h"
 #include "library.h"
 #include "machine.h"
@@ -30,14 +33,29 @@ constexpr double kLatencyBudgetS = 10.0;      // ...or this long, once kProtocol
 struct Setup {
   std::string dataset, descriptor, device, gpu;
   qv_metric_t metric;
-  std::string mode;  // the GPU's GEMM arithmetic (--mode)
-  int64_t n, d, nq, k;
+  std::string mode;  // the GPU's arithmetic (--mode)
+  int64_t n, d, nq, k, ntrain;
   int threads, repeats;
-  double build_s;
+  double train_s, add_s;
+  int64_t host_bytes, device_bytes;  // the built index's memory (qv_index_info)
+  double build_s() const { return train_s + add_s; }
 };
 
+// One point of the parameter sweep; 0 leaves the parameter at the index's default.
+struct SweepPoint {
+  int64_t nprobe = 0;
+  int64_t refine = 0;
+};
+
+std::string point_label(const SweepPoint &p) {
+  std::string out;
+  if (p.nprobe) out = "nprobe=" + std::to_string(p.nprobe);
+  if (p.refine) out += (out.empty() ? "" : ",") + std::string("refine=") + std::to_string(p.refine);
+  return out;
+}
+
 struct Row {
-  int64_t nprobe;  // 0 = the index's default (not swept)
+  SweepPoint point;
   int64_t batch;
   double search_s;  // median seconds per batch
   double recall10;  // NaN when k < 10
@@ -52,11 +70,12 @@ class Bench {
         dist_(size_t(queries.rows * s.k)), ids_(size_t(queries.rows * s.k)) {}
 
   // All queries in one call: warm-up, then the median of s.repeats runs.
-  Row throughput(int64_t nprobe) {
-    qv_search_params_t p = params(nprobe);
+  Row throughput(const SweepPoint &point) {
+    qv_search_params_t p = params(point);
     search(0, queries_.rows, p);  // warm-up: first-touch allocations, caches, GPU clocks
     std::vector<double> times;
-    Progress progress("timing " + label(nprobe), s_.repeats);
+    const std::string label = point_label(point);
+    Progress progress("timing " + (label.empty() ? std::string("search") : label), s_.repeats);
     for (int r = 0; r < s_.repeats; ++r) {
       Stopwatch clock;
       search(0, queries_.rows, p);
@@ -64,12 +83,12 @@ class Bench {
       progress.update(r + 1);
     }
     progress.done();
-    return finish(nprobe, queries_.rows, times, queries_.rows);
+    return finish(point, queries_.rows, times, queries_.rows);
   }
 
   // Consecutive batches of `batch` queries, each its own call; the median per-batch time.
-  Row latency(int64_t nprobe, int64_t batch) {
-    qv_search_params_t p = params(nprobe);
+  Row latency(const SweepPoint &point, int64_t batch) {
+    qv_search_params_t p = params(point);
     const int64_t batches = std::min(queries_.rows, kMaxLatencyQueries) / batch;
     search(0, batch, p);  // warm-up
     std::vector<double> times;
@@ -84,18 +103,15 @@ class Bench {
       progress.update(b + 1);
     }
     progress.done();
-    return finish(nprobe, batch, times, b * batch);
+    return finish(point, batch, times, b * batch);
   }
 
  private:
-  static std::string label(int64_t nprobe) {
-    return nprobe ? "nprobe=" + std::to_string(nprobe) : std::string("search");
-  }
-
-  qv_search_params_t params(int64_t nprobe) const {
+  qv_search_params_t params(const SweepPoint &point) const {
     qv_search_params_t p;
     check(qv_search_params_init(&p), "qv_search_params_init");
-    p.nprobe = uint32_t(nprobe);
+    if (point.nprobe) p.nprobe = uint32_t(point.nprobe);  // else QV_NPROBE_DEFAULT from _init
+    p.refine_factor = uint32_t(point.refine);
     p.compute_mode = parse_compute_mode(s_.mode);
     return p;
   }
@@ -107,8 +123,9 @@ class Bench {
           "searching");
   }
 
-  Row finish(int64_t nprobe, int64_t batch, const std::vector<double> &times, int64_t answered) {
-    Row r{nprobe, batch, median(times), NAN, NAN, int64_t(times.size())};
+  Row finish(const SweepPoint &point, int64_t batch, const std::vector<double> &times,
+             int64_t answered) {
+    Row r{point, batch, median(times), NAN, NAN, int64_t(times.size())};
     if (s_.k >= kRecallDepth) r.recall10 = recall_at(ids_.data(), answered, s_.k, gt_, kRecallDepth);
     r.recall_k = recall_at(ids_.data(), answered, s_.k, gt_, std::min(s_.k, gt_.cols));
     return r;
@@ -133,7 +150,8 @@ std::string utc_now() {
 
 std::string json_line(const Setup &s, const Row &r, const std::string &command) {
   JsonObject params;
-  if (r.nprobe) params.add("nprobe", r.nprobe);
+  if (r.point.nprobe) params.add("nprobe", r.point.nprobe);
+  if (r.point.refine) params.add("refine", r.point.refine);
   if (s.mode != "fp32") params.add("compute_mode", s.mode);
   JsonObject machine;
   machine.add("cpu", cpu_model()).add("cores", cpu_cores()).add("load1", load_average());
@@ -142,7 +160,10 @@ std::string json_line(const Setup &s, const Row &r, const std::string &command) 
   j.add("dataset", s.dataset).add("n", s.n).add("d", s.d).add("nq", s.nq).add("k", s.k)
       .add("metric", metric_name(s.metric)).add("index", s.descriptor).add("params", params)
       .add("device", s.device).add("threads", s.threads).add("batch", r.batch)
-      .add("build_s", s.build_s).add("search_s", r.search_s).add("qps", double(r.batch) / r.search_s)
+      .add("build_s", s.build_s()).add("train_s", s.train_s).add("add_s", s.add_s)
+      .add("ntrain", s.ntrain).add("index_host_bytes", s.host_bytes)
+      .add("index_device_bytes", s.device_bytes)
+      .add("search_s", r.search_s).add("qps", double(r.batch) / r.search_s)
       .add("recall10", r.recall10).add("recall_at_k", r.recall_k).add("repeats", r.runs)
       .add("machine", machine).add("quiver_version", qv_version_string())
       .add("command", command).add("time", utc_now());
@@ -150,35 +171,69 @@ std::string json_line(const Setup &s, const Row &r, const std::string &command) 
   return j.str();
 }
 
+// The table's first column: wide enough for the longest descriptors ("OPQ32,IVF4096,PQ32,Refine").
+int index_width(const Setup &s) { return std::max(20, int(s.descriptor.size())); }
+
 void print_row(const Setup &s, const Row &r) {
-  std::string params = r.nprobe ? "nprobe=" + std::to_string(r.nprobe) : "-";
-  if (s.mode != "fp32") params = (params == "-" ? "" : params + ",") + s.mode;
+  std::string params = point_label(r.point);
+  if (s.mode != "fp32") params += (params.empty() ? "" : ",") + s.mode;
+  if (params.empty()) params = "-";
   // recall@10 as the protocol defines it; recall@k when k < 10 (the header says which).
   char recall[16];
   std::snprintf(recall, sizeof recall, "%.4f", std::isnan(r.recall10) ? r.recall_k : r.recall10);
-  std::printf("%-16s %-12s %7lld %12.6f %12.0f %9s %10.3f\n", s.descriptor.c_str(), params.c_str(),
-              (long long)r.batch, r.search_s, double(r.batch) / r.search_s, recall, s.build_s);
+  std::printf("%-*s %-20s %7lld %12.6f %12.0f %9s %10.3f\n", index_width(s), s.descriptor.c_str(),
+              params.c_str(), (long long)r.batch, r.search_s, double(r.batch) / r.search_s, recall,
+              s.build_s());
+}
+
+// The sweep: --refine factors (outer) x --nprobe values; an IVF descriptor without --nprobe gets the
+// default powers of two. Values the descriptor cannot take fail here, before minutes of building.
+std::vector<SweepPoint> sweep_points(const Options &o, const std::string &descriptor) {
+  const int64_t nlist = descriptor_nlist(descriptor);
+  std::vector<int64_t> nprobes = o.get_int_list("nprobe", 1, UINT32_MAX);
+  if (nprobes.empty()) nprobes = default_nprobe_sweep(nlist);
+  for (int64_t p : nprobes)
+    if (nlist && p > nlist)
+      throw UsageError("--nprobe: " + std::to_string(p) + " is above nlist = " +
+                       std::to_string(nlist) + " of \"" + descriptor + "\"");
+  std::vector<int64_t> refines = o.get_int_list("refine", 1, UINT32_MAX);
+  // The library ignores the factor elsewhere; rows labelled with it would mislead.
+  if (!refines.empty() && !descriptor_has_refine(descriptor))
+    throw UsageError("--refine: \"" + descriptor + "\" has no ,Refine component to re-rank with");
+  if (refines.empty()) refines.push_back(0);
+  std::vector<SweepPoint> points;
+  for (int64_t refine : refines)
+    for (int64_t nprobe : nprobes) points.push_back({nprobe, refine});
+  return points;
 }
 
 }  // namespace
 
 int run_bench(int argc, char **argv) {
   Options o("bench", "--dataset DATASET [options]",
-            "Builds the index, computes (or reads) ground truth, warms up once and reports the median\n"
-            "of --repeats timed searches of all queries in one call, QPS and recall@10.\n"
+            "Builds the index (train, then add; timed apart), computes (or reads) ground truth, warms\n"
+            "up once and reports the median of --repeats timed searches of all queries in one call,\n"
+            "QPS and recall@10, for every point of the nprobe (x refine) sweep of IVF indexes.\n"
             "DATASET: fashion-mnist, synth-100k-128 | synth-1m-128 | synth-10m-96 (generated in memory),\n"
-            "or a `quiver gen` folder (its gt.ivecs is used when present).",
+            "or a `quiver gen` folder (its gt.ivecs is used when present).\n"
+            "Plot: python3 bench/plot_curves.py FILE.json (recall@10 vs QPS PNG beside it).",
             {{"dataset", "DATASET", "the data set"},
-             {"index", "DESCRIPTOR", "index descriptor (default Flat)"},
+             {"index", "DESCRIPTOR", "index descriptor: Flat (default), IVF1024,Flat, IVF1024,PQ32, "
+                                     "OPQ32,IVF1024,PQ32, ...,Refine"},
              {"metric", "METRIC", "l2 | ip | cosine (default l2)"},
              {"k", "K", "neighbours per query (default 10)"},
              {"nq", "N", "use the first N queries (default all)"},
+             {"ntrain", "N", "train on the first N base vectors (default all)"},
              {"threads", "N", "CPU threads (default: one per core)"},
              {"device", "KIND", "auto | cpu | cuda (default auto)"},
              {"repeats", "R", "timed runs per measurement (default 5, the protocol's minimum)"},
-             {"nprobe", "LIST", "comma-separated nprobe sweep, e.g. 1,2,4,8 (IVF indexes)"},
-             {"mode", "MODE", "GPU exact-search arithmetic: fp32 (default) | tf32 | fp16 | bf16"},
-             {"latency", "", "also time batches of 1 and 100 queries"},
+             {"nprobe", "LIST", "nprobe sweep, e.g. 1,2,4,8 (IVF; default 1,2,4,... up to "
+                                "min(256, nlist))"},
+             {"refine", "LIST", "refine factors of a \",Refine\" index, e.g. 2,4,8 (default: the "
+                                "index's); each is swept over all nprobe values"},
+             {"mode", "MODE", "GPU arithmetic (exact-search GEMM, IVF tables): fp32 (default) | "
+                              "tf32 | fp16 | bf16"},
+             {"latency", "", "also time batches of 1 and 100 queries at every sweep point"},
              {"json", "FILE", "append one JSON object per measurement to FILE"}});
   if (!o.parse(argc, argv, 2)) return 0;
   const DataSource src(o.require("dataset"));
@@ -193,9 +248,9 @@ int run_bench(int argc, char **argv) {
   parse_compute_mode(s.mode);  // a bad value fails before any work
   s.k = o.get_int("k", 10, 1, QV_MAX_K);
   const int64_t max_nq = o.get_int("nq", kAllRows, 1, kAllRows);
+  const int64_t max_ntrain = o.get_int("ntrain", kAllRows, 1, kAllRows);
   s.repeats = int(o.get_int("repeats", kProtocolRepeats, 1, 1000));
-  std::vector<int64_t> sweep = o.get_int_list("nprobe", 1, UINT32_MAX);
-  if (sweep.empty()) sweep.push_back(0);
+  const std::vector<SweepPoint> sweep = sweep_points(o, s.descriptor);
   const std::optional<std::string> json_path = o.get("json");
   const std::string command = command_line(argc, argv);
   std::ofstream json;  // opened first: a bad path should fail before minutes of work
@@ -214,6 +269,7 @@ int run_bench(int argc, char **argv) {
     throw Failure(src.name() + ": queries have dimension " + std::to_string(queries.cols) +
                   ", base vectors " + std::to_string(base.cols));
   s.n = base.rows, s.d = base.cols, s.nq = queries.rows;
+  s.ntrain = std::min(max_ntrain, s.n);
 
   std::printf("quiver bench (quiver %s)\n", qv_version_string());
   std::printf("machine: %s, %d logical CPUs; device %s%s; threads %d\n", cpu_model().c_str(),
@@ -228,10 +284,14 @@ int run_bench(int argc, char **argv) {
               (long long)s.n, (long long)s.d, (long long)s.nq, metric_name(s.metric), (long long)s.k);
   std::fflush(stdout);
 
-  BuiltIndex built = build_index(ctx, s.descriptor, s.metric, base);
-  s.build_s = built.build_s();
-  std::printf("build:   \"%s\" build_s=%.3f (train %.3f s, add %.3f s)\n", s.descriptor.c_str(),
-              s.build_s, built.train_s, built.add_s);
+  BuiltIndex built = build_index(ctx, s.descriptor, s.metric, base, s.ntrain);
+  s.train_s = built.train_s, s.add_s = built.add_s;
+  const qv_index_info_t info = built.index.info();
+  s.host_bytes = info.host_bytes, s.device_bytes = info.device_bytes;
+  std::printf("build:   \"%s\" build_s=%.3f (train %.3f s on %lld vectors, add %.3f s); "
+              "%.1f MB host, %.1f MB device\n",
+              s.descriptor.c_str(), s.build_s(), s.train_s, (long long)s.ntrain, s.add_s,
+              double(s.host_bytes) / 1e6, double(s.device_bytes) / 1e6);
   std::fflush(stdout);
 
   const int64_t gt_depth = std::max(s.k, kRecallDepth);
@@ -248,14 +308,14 @@ int run_bench(int argc, char **argv) {
     std::printf("note:    %d repeats, below the protocol's %d\n", s.repeats, kProtocolRepeats);
 
   const std::string recall_head = "recall@" + std::to_string(std::min(s.k, kRecallDepth));
-  std::printf("\n%-16s %-12s %7s %12s %12s %9s %10s\n", "index", "params", "batch", "search_s",
-              "QPS", recall_head.c_str(), "build_s");
+  std::printf("\n%-*s %-20s %7s %12s %12s %9s %10s\n", index_width(s), "index", "params", "batch",
+              "search_s", "QPS", recall_head.c_str(), "build_s");
   Bench bench(built.index, queries, *gt, s);
-  for (int64_t nprobe : sweep) {
-    std::vector<Row> rows{bench.throughput(nprobe)};
+  for (const SweepPoint &point : sweep) {
+    std::vector<Row> rows{bench.throughput(point)};
     if (o.has("latency"))
       for (int64_t batch : kLatencyBatches)
-        if (batch <= s.nq) rows.push_back(bench.latency(nprobe, batch));
+        if (batch < s.nq) rows.push_back(bench.latency(point, batch));  // batch nq is the throughput row
     for (const Row &r : rows) {
       print_row(s, r);
       if (json) json << json_line(s, r, command) << "\n" << std::flush;
@@ -263,7 +323,9 @@ int run_bench(int argc, char **argv) {
     std::fflush(stdout);
   }
   if (json && !json.good()) throw Failure(*json_path + ": write failed");
-  if (json_path) std::printf("\nJSON lines appended to %s\n", json_path->c_str());
+  if (json_path)
+    std::printf("\nJSON lines appended to %s (plot: python3 bench/plot_curves.py %s)\n",
+                json_path->c_str(), json_path->c_str());
   return 0;
 }
 

@@ -19,6 +19,7 @@ int run_build(int argc, char **argv) {
              {"index", "DESCRIPTOR", "index descriptor, e.g. \"Flat\" (default Flat)"},
              {"metric", "METRIC", "l2 | ip | cosine (default l2)"},
              {"out", "FILE", "where to save the index"},
+             {"ntrain", "N", "train on the first N base vectors (default all)"},
              {"threads", "N", "CPU threads (default: one per core)"},
              {"device", "KIND", "auto | cpu | cuda (default auto)"}});
   if (!o.parse(argc, argv, 2)) return 0;
@@ -26,6 +27,7 @@ int run_build(int argc, char **argv) {
   const std::string descriptor = o.get_or("index", "Flat");
   const qv_metric_t metric = parse_metric(o.get_or("metric", "l2"));
   const std::string out = o.require("out");
+  const int64_t ntrain = o.get_int("ntrain", kAllRows, 1, kAllRows);
   Context ctx(parse_device(o.get_or("device", "auto")), int(o.get_int("threads", 0, 0, 4096)));
 
   Stopwatch load_clock;
@@ -33,7 +35,7 @@ int run_build(int argc, char **argv) {
   std::printf("data: %s  n=%lld d=%lld (loaded in %.2f s)\n", src.name().c_str(),
               (long long)base.rows, (long long)base.cols, load_clock.seconds());
 
-  BuiltIndex b = build_index(ctx, descriptor, metric, base);
+  BuiltIndex b = build_index(ctx, descriptor, metric, base, ntrain);
   Stopwatch save_clock;
   check(qv_index_save(b.index.get(), out.c_str()), "saving the index to " + out);
   const qv_index_info_t info = b.index.info();

@@ -6,6 +6,7 @@
 #include "dataset.h"
 #include "errors.h"
 #include "eval.h"
+#include "ivf_params.h"
 #include "library.h"
 #include "timing.h"
 #include "vector_file.h"
@@ -46,6 +47,7 @@ int run_search(int argc, char **argv) {
              {"k", "K", "neighbours per query (default 10)"},
              {"gt", "FILE", "ground-truth ids (.ivecs or .npy), one row per query"},
              {"nprobe", "N", "inverted-file lists to visit (default: the index's)"},
+             {"refine", "F", "re-ranking factor of a \",Refine\" index (default: the index's)"},
              {"out", "FILE", "write result ids as .ivecs"},
              {"threads", "N", "CPU threads (default: one per core)"},
              {"device", "KIND", "auto | cpu | cuda (default auto)"}});
@@ -53,13 +55,17 @@ int run_search(int argc, char **argv) {
   const std::string index_path = o.require("index");
   const DataSource src(o.require("queries"));
   const int64_t k = o.get_int("k", 10, 1, QV_MAX_K);
-  const int64_t nprobe = o.get_int("nprobe", 0, 0, UINT32_MAX);
+  const int64_t nprobe = o.get_int("nprobe", 0, 1, UINT32_MAX);  // 0: not given
+  const int64_t refine = o.get_int("refine", 0, 0, UINT32_MAX);
   const std::optional<std::string> out = o.get("out");
   if (out && !ends_with(*out, ".ivecs")) throw UsageError("--out: results are written as .ivecs");
   Context ctx(parse_device(o.get_or("device", "auto")), int(o.get_int("threads", 0, 0, 4096)));
 
   Index index = Index::load(ctx, index_path);
   const qv_index_info_t info = index.info();
+  if (refine && !descriptor_has_refine(info.descriptor))
+    throw UsageError("--refine: the index \"" + std::string(info.descriptor) +
+                     "\" has no ,Refine component to re-rank with");
   FloatMatrix queries = src.queries();
   require_dim(queries, info.dim, "the query set " + src.name());
   std::printf("index: %s \"%s\" metric=%s, %lld vectors, on %s\n", index_path.c_str(),
@@ -68,7 +74,8 @@ int run_search(int argc, char **argv) {
 
   qv_search_params_t params;
   check(qv_search_params_init(&params), "qv_search_params_init");
-  params.nprobe = uint32_t(nprobe);
+  if (nprobe) params.nprobe = uint32_t(nprobe);  // else QV_NPROBE_DEFAULT from _init
+  params.refine_factor = uint32_t(refine);
   IdMatrix ids;
   ids.rows = queries.rows;
   ids.cols = k;

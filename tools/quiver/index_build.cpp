@@ -12,13 +12,17 @@ namespace qvtool {
 constexpr int64_t kAddChunkRows = 1 << 16;
 
 BuiltIndex build_index(Context &ctx, const std::string &descriptor, qv_metric_t metric,
-                       const FloatMatrix &base) {
+                       const FloatMatrix &base, int64_t train_rows) {
   if (base.rows == 0) throw Failure("the base set is empty");
   BuiltIndex b;
   b.index = Index::create(ctx, descriptor, base.cols, metric);
 
+  const int64_t ntrain = std::min(train_rows, base.rows);
   Stopwatch train_clock;
-  check(qv_index_train(b.index.get(), base.rows, base.data.data()), "training \"" + descriptor + "\"");
+  {
+    Ticker ticker("training \"" + descriptor + "\" on " + std::to_string(ntrain) + " vectors");
+    check(qv_index_train(b.index.get(), ntrain, base.data.data()), "training \"" + descriptor + "\"");
+  }
   b.train_s = train_clock.seconds();
 
   Stopwatch add_clock;

@@ -15,7 +15,8 @@ struct BuiltIndex {
   double build_s() const { return train_s + add_s; }
 };
 
+// Trains on the first train_rows base rows (all when train_rows >= base.rows), then adds every row.
 BuiltIndex build_index(Context &ctx, const std::string &descriptor, qv_metric_t metric,
-                       const FloatMatrix &base);
+                       const FloatMatrix &base, int64_t train_rows = kAllRows);
 
 }  // namespace qvtool

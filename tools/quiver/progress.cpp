@@ -43,4 +43,34 @@ void Progress::done() {
   std::fflush(stderr);
 }
 
+// Elapsed time changes slowly; a few redraws a second are plenty.
+constexpr auto kTickInterval = std::chrono::milliseconds(250);
+
+Ticker::Ticker(std::string label) : label_(std::move(label)), start_(std::chrono::steady_clock::now()) {
+  if (isatty(fileno(stderr)) == 1) thread_ = std::thread([this] { loop(); });
+}
+
+Ticker::~Ticker() { done(); }
+
+void Ticker::loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!wake_.wait_for(lock, kTickInterval, [this] { return stop_; })) {
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    std::fprintf(stderr, "\r\033[K%s: %.1f s", label_.c_str(), secs);
+    std::fflush(stderr);
+  }
+  std::fprintf(stderr, "\r\033[K");
+  std::fflush(stderr);
+}
+
+void Ticker::done() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
 }  // namespace qvtool

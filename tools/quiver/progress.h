@@ -3,9 +3,11 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <thread>
 
 namespace qvtool {
 
@@ -28,6 +30,28 @@ class Progress {
   bool finished_ = false;
   std::mutex mu_;
   std::chrono::steady_clock::time_point start_, last_;
+};
+
+// Elapsed seconds for one long call that reports no progress of its own (training an index): a
+// background thread redraws "label: 12.3 s" until done(). Silent when stderr is not a terminal.
+class Ticker {
+ public:
+  explicit Ticker(std::string label);
+  ~Ticker();
+  Ticker(const Ticker &) = delete;
+  Ticker &operator=(const Ticker &) = delete;
+
+  void done();  // stops the thread and clears the line; idempotent
+
+ private:
+  void loop();
+
+  std::string label_;
+  bool stop_ = false;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::chrono::steady_clock::time_point start_;
+  std::thread thread_;  // last: started once everything it reads is initialised
 };
 
 }  // namespace qvtool
