@@ -202,7 +202,7 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
 
 // k-means (Lloyd) as quiver::kmeans (cpp/cluster/kmeans.h) runs it on the CPU, with the same seeded
 // sample of training points, initial centroids and splitting of empty clusters; the assignment is
-// the exact search above with k = 1 (squared L2 in its GEMM form), the centroid update runs on the
+// the exact search above with k = 1 (float32 mode: exact squared L2), the centroid update runs on the
 // device in double, in a fixed order: a seed gives the same centroids on every run of one device.
 // Results differ from the CPU's where near-ties are assigned differently.
 //

@@ -3,15 +3,25 @@
 #include <cmath>
 
 #include "cpp/core/error.h"
+#include "cpp/core/simd_level.h"
+#include "cpp/distance/vectors_avx2.h"
 
 namespace quiver {
 
 namespace {
 // Independent partial sums let the compiler vectorise without reassociating a single sum.
 constexpr int kLanes = 8;
+// From this length on the AVX2 copies (vectors_avx2.h) pay for the indirect call.
+constexpr int64_t kSimdMinDim = 32;
+
+bool has_avx2() {
+  static const bool avx2 = simd_level() != SimdLevel::portable;
+  return avx2;
+}
 }  // namespace
 
 float dot(const float* x, const float* y, int64_t dim) {
+  if (dim >= kSimdMinDim && has_avx2()) return dot_avx2(x, y, dim);
   float partial[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= dim; i += kLanes)
@@ -23,6 +33,7 @@ float dot(const float* x, const float* y, int64_t dim) {
 }
 
 float squared_l2(const float* x, const float* y, int64_t dim) {
+  if (dim >= kSimdMinDim && has_avx2()) return squared_l2_avx2(x, y, dim);
   float partial[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= dim; i += kLanes)

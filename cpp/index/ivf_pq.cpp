@@ -20,6 +20,17 @@ constexpr int64_t kScanBlock = 8;
 
 int64_t table_size(const IvfModel& model) { return model.pq.m * kPqCentroids; }
 
+// Refine reads the candidates' raw vectors, scattered in memory: each is fetched this many
+// candidates ahead so that its loads overlap the distances before it.
+constexpr int64_t kRefineAhead = 2;
+constexpr int64_t kCacheLine = 64;
+
+void prefetch_row(const float* row, int64_t dim) {
+  const char* bytes = reinterpret_cast<const char*>(row);
+  const int64_t size = dim * static_cast<int64_t>(sizeof(float));
+  for (int64_t b = 0; b < size; b += kCacheLine) __builtin_prefetch(bytes + b);
+}
+
 }  // namespace
 
 std::vector<float> make_pq_list_tables(ThreadPool& pool, const IvfModel& model) {
@@ -77,15 +88,26 @@ void ivf_pq_search(ThreadPool& pool, const IvfModel& model, const InvertedLists&
   const bool need_inner_products = model.metric != Metric::l2 || !list_tables.empty();
   const int64_t table_batch =
       std::max<int64_t>(1, kQueryTableBudgetBytes / (table_size(model) * static_cast<int64_t>(sizeof(float))));
-  std::vector<float> inner_products;
+  std::vector<float> inner_products, gathered;
+  std::vector<int64_t> order;
   for_each_probe_batch(pool, model, nq, queries, nprobe, [&](int64_t q0, int64_t nb, const float* coarse,
                                                              const int64_t* probes) {
+    // Queries run grouped by their nearest list: neighbours probe mostly the same lists, so a list's
+    // term-1 table (too many for the cache all together) is read from memory once for the group.
+    order.resize(static_cast<size_t>(nb));
+    for (int64_t i = 0; i < nb; ++i) order[i] = i;
+    if (nprobe > 0)
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t a, int64_t b) { return probes[a * nprobe] < probes[b * nprobe]; });
     for (int64_t s0 = 0; s0 < nb; s0 += table_batch) {
       const int64_t ns = std::min(table_batch, nb - s0);
-      const float* sub_queries = queries + (q0 + s0) * dim;
       if (need_inner_products) {
+        gathered.resize(static_cast<size_t>(ns * dim));
+        for (int64_t s = 0; s < ns; ++s)
+          std::copy(queries + (q0 + order[s0 + s]) * dim, queries + (q0 + order[s0 + s] + 1) * dim,
+                    gathered.begin() + s * dim);
         inner_products.resize(static_cast<size_t>(ns * table_size(model)));
-        pq_queries_inner_products(model.pq, pool, ns, sub_queries, inner_products.data());
+        pq_queries_inner_products(model.pq, pool, ns, gathered.data(), inner_products.data());
       }
       pool.parallel_for((ns + kScanBlock - 1) / kScanBlock, [&](int64_t b) {
         PqListScorer scorer(model, list_tables);
@@ -93,8 +115,8 @@ void ivf_pq_search(ThreadPool& pool, const IvfModel& model, const InvertedLists&
         std::vector<int64_t> heap_entries(static_cast<size_t>(kc));
         std::vector<Candidate> found;
         for (int64_t s = b * kScanBlock; s < std::min(ns, (b + 1) * kScanBlock); ++s) {
-          const int64_t q = q0 + s0 + s, row = s0 + s;
-          scorer.set_query(sub_queries + s * dim,
+          const int64_t row = order[s0 + s], q = q0 + row;
+          scorer.set_query(queries + q * dim,
                            need_inner_products ? inner_products.data() + s * table_size(model) : nullptr);
           TopK heap(kc, heap_keys.data(), heap_entries.data(), nullptr, nullptr);
           for (int64_t p = 0; p < nprobe; ++p) {
@@ -113,6 +135,10 @@ void ivf_pq_search(ThreadPool& pool, const IvfModel& model, const InvertedLists&
           for (int64_t i = 0; i < heap.size(); ++i) {
             const int64_t l = entry_list(heap.indices()[i]), r = entry_offset(heap.indices()[i]);
             float key = heap.keys()[i];
+            if (refine_k > 0 && i + kRefineAhead < heap.size()) {
+              const int64_t next = heap.indices()[i + kRefineAhead];
+              prefetch_row(lists[entry_list(next)].vectors.data() + entry_offset(next) * dim, dim);
+            }
             if (refine_k > 0) {
               const float d = exact_distance(model.metric, raw_queries + q * dim, lists[l].vectors.data() + r * dim, dim);
               key = model.metric == Metric::l2 ? d : -d;

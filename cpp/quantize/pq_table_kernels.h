@@ -13,6 +13,9 @@ struct PqTableKernels {
   void (*inner_products)(const float* codebook, int64_t dsub, const float* x, float* out);
   // out[j] = ||x - codeword j||^2 for the 256 codewords
   void (*distances)(const float* codebook, int64_t dsub, const float* x, float* out);
+  // out[i] = base[i] + alpha * add[i] for i < size; alpha must be a power of two (an exact product),
+  // so a fused multiply-add rounds as the separate operations do.
+  void (*combine)(int64_t size, const float* base, float alpha, const float* add, float* out);
 };
 
 PqTableKernels pq_table_kernels_portable();

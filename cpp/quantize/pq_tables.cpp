@@ -1,6 +1,7 @@
 #include "cpp/quantize/pq_tables.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "cpp/blas/gemm.h"
@@ -107,6 +108,12 @@ void pq_combine_tables(int64_t size, const float* base, float alpha, const float
   if (alpha == 1.0f && !base) {
     if (out != add) std::copy(add, add + size, out);
   } else if (base) {
+    int exponent = 0;
+    if (std::fabs(std::frexp(alpha, &exponent)) == 0.5f) {
+      // A power of two: the vector kernels' result is exact as here (pq_table_kernels.h).
+      best_pq_table_kernels().combine(size, base, alpha, add, out);
+      return;
+    }
     for (int64_t i = 0; i < size; ++i) out[i] = base[i] + alpha * add[i];
   } else {
     for (int64_t i = 0; i < size; ++i) out[i] = alpha * add[i];
