@@ -17,7 +17,7 @@
    1024 lists; codes and table in L1/L2) and 100 000 codes (streaming from L3/memory). The baseline is
    the portable kernel (8 codes summed side by side in scalar code); "naive" is the textbook loop, one
    code at a time; avx2 / avx512 sum in scalar registers and compare a block of keys with one vector
-   instruction (what best_pq_scan picks); *_gather sum 8 / 16 codes at once with vector gathers. The
+   instruction (what best_pq_scan picks); (vector gathers, tried, were 1.6-2x slower on Zen 4). The
    tables are timed per call (one query, or one list), "batched" per query of a batch of 100;
    encoding per vector with each assignment kernel. */
 #include <algorithm>
@@ -160,11 +160,9 @@ int main(int argc, char** argv) {
   std::vector<Kernel> kernels{{"naive", naive_scan}, {"portable", quiver::pq_scan_portable}};
   if (avx2) {
     kernels.push_back({"avx2", quiver::pq_scan_avx2});
-    kernels.push_back({"avx2_gather", quiver::pq_scan_avx2_gather});
   }
   if (avx512) {
     kernels.push_back({"avx512", quiver::pq_scan_avx512});
-    kernels.push_back({"avx512_gather", quiver::pq_scan_avx512_gather});
   }
 
   std::vector<int64_t> ms;

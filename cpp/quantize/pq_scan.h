@@ -20,19 +20,15 @@ using PqScanFn = void (*)(const uint8_t* codes, int64_t n, int64_t m, const floa
 void pq_scan_portable(const uint8_t* codes, int64_t n, int64_t m, const float* table, float bias,
                       int64_t first_index, ScanSink* sink);
 // The sums are table look-ups, one load each, and no instruction set has a faster look-up than a
-// scalar load: AVX-512 and AVX2 gathers (the *_gather kernels) are slower on AMD Zen 4 than scalar
-// loads of a few codes side by side (bench/cpu/pq_scan_bench.cpp). So the kernels below sum in scalar
+// scalar load: AVX-512 and AVX2 gathers were slower on AMD Zen 4 than scalar loads of
+// a few codes side by side (measured with bench/cpu/pq_scan_bench.cpp: 1.6-2x). So the kernels below sum in scalar
 // registers and use the vector unit only to compare a block of keys with the threshold at once.
 // Callable only where the processor has AVX2 and FMA.
 void pq_scan_avx2(const uint8_t* codes, int64_t n, int64_t m, const float* table, float bias,
                   int64_t first_index, ScanSink* sink);
-void pq_scan_avx2_gather(const uint8_t* codes, int64_t n, int64_t m, const float* table, float bias,
-                         int64_t first_index, ScanSink* sink);
 // Callable only where the processor has AVX-512 F, BW, DQ and VL.
 void pq_scan_avx512(const uint8_t* codes, int64_t n, int64_t m, const float* table, float bias,
                     int64_t first_index, ScanSink* sink);
-void pq_scan_avx512_gather(const uint8_t* codes, int64_t n, int64_t m, const float* table, float bias,
-                           int64_t first_index, ScanSink* sink);
 
 // The best kernel this processor runs (core/simd_level.h; QUIVER_SIMD narrows the choice).
 PqScanFn best_pq_scan();

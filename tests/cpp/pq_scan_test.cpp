@@ -47,12 +47,10 @@ std::vector<std::pair<std::string, PqScanFn>> kernels() {
   std::vector<std::pair<std::string, PqScanFn>> all{{"portable", pq_scan_portable}, {"best", best_pq_scan()}};
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     all.push_back({"avx2", pq_scan_avx2});
-    all.push_back({"avx2_gather", pq_scan_avx2_gather});
   }
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
     all.push_back({"avx512", pq_scan_avx512});
-    all.push_back({"avx512_gather", pq_scan_avx512_gather});
   }
   return all;
 }
