@@ -67,8 +67,9 @@ TEST(GpuResources, RejectsAMissingDevice) {
 
 TEST(GpuResources, PoolReusesBlocks) {
   QV_REQUIRE_GPU();
-  gpu::Resources& resources = shared_resources();
-  gpu::DevicePool& pool = resources.pool();
+  // Its own Resources: blocks other tests left cached in a shared pool could be handed out instead.
+  const gpu::ResourcesPtr resources = gpu::make_resources();
+  gpu::DevicePool& pool = resources->pool();
   void* a = pool.allocate(1000);
   void* b = pool.allocate(3 << 20);
   const int64_t allocations = pool.stats().device_allocations;
