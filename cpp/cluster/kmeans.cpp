@@ -33,34 +33,6 @@ void assign(ThreadPool& pool, int64_t dim, int64_t n, const float* x, int64_t k,
   exact_knn(pool, db, Queries{x, n}, 1, IdFilter{}, distances, labels);
 }
 
-// New centroids as the means of their points; returns the point count of each.
-std::vector<int64_t> update(ThreadPool& pool, int64_t dim, int64_t n, const float* x, int64_t k,
-                            const int64_t* labels, float* centroids) {
-  const int64_t slices = std::min(kUpdateSlices, std::max<int64_t>(1, n));
-  std::vector<double> sums(static_cast<size_t>(slices * k * dim), 0.0);
-  std::vector<int64_t> counts(static_cast<size_t>(slices * k), 0);
-  pool.parallel_for(slices, [&](int64_t s) {
-    const int64_t begin = n * s / slices, end = n * (s + 1) / slices;
-    double* sum = &sums[s * k * dim];
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t c = labels[i];
-      ++counts[s * k + c];
-      for (int64_t d = 0; d < dim; ++d) sum[c * dim + d] += x[i * dim + d];
-    }
-  });
-  std::vector<int64_t> total(static_cast<size_t>(k), 0);
-  pool.parallel_for(k, [&](int64_t c) {
-    std::vector<double> mean(static_cast<size_t>(dim), 0.0);
-    for (int64_t s = 0; s < slices; ++s) {
-      total[c] += counts[s * k + c];
-      for (int64_t d = 0; d < dim; ++d) mean[d] += sums[(s * k + c) * dim + d];
-    }
-    if (total[c] == 0) return;  // left for split_empty
-    for (int64_t d = 0; d < dim; ++d) centroids[c * dim + d] = static_cast<float>(mean[d] / total[c]);
-  });
-  return total;
-}
-
 }  // namespace
 
 KmeansResult kmeans(ThreadPool& pool, int64_t dim, int64_t n, const float* x, int64_t k,
@@ -88,7 +60,8 @@ KmeansResult kmeans(ThreadPool& pool, int64_t dim, int64_t n, const float* x, in
   std::vector<float> distances(static_cast<size_t>(n_train));
   for (int64_t it = 0; it < options.iterations; ++it) {
     assign(pool, dim, n_train, train, k, centroids, labels.data(), distances.data());
-    std::vector<int64_t> counts = update(pool, dim, n_train, train, k, labels.data(), centroids);
+    std::vector<int64_t> counts =
+        update_centroids(pool, dim, n_train, train, k, labels.data(), kUpdateSlices, centroids);
     split_empty(dim, k, counts, centroids, random);
   }
 

@@ -55,6 +55,19 @@ void GpuIvfIndex::do_search(int64_t nq, const float* queries, int64_t k, const S
   gpu::ivf_search(context().gpu(), *ivf_, nq, queries, k, o, distances, ids);
 }
 
+void GpuIvfIndex::read_device_list(int64_t list, StoredList& stored) const {
+  const IvfModel& model = *model_;
+  const int64_t size = gpu::ivf_list_size(*ivf_, list);
+  stored.ids.resize(static_cast<size_t>(size));
+  stored.codes.resize(static_cast<size_t>(model.is_pq() ? size * model.pq.m : 0));
+  stored.vectors.resize(static_cast<size_t>(model.is_pq() ? 0 : size * model.dim));
+  stored.raw.resize(static_cast<size_t>(model.keep_raw ? size * model.dim : 0));
+  if (size == 0) return;
+  uint8_t* codes = model.is_pq() ? stored.codes.data() : reinterpret_cast<uint8_t*>(stored.vectors.data());
+  gpu::ivf_list_read(context().gpu(), *ivf_, list, codes, model.keep_raw ? stored.raw.data() : nullptr,
+                     stored.ids.data());
+}
+
 RangeResult GpuIvfIndex::do_range_search(int64_t nq, const float* queries, float radius,
                                          const SearchOptions& options) const {
   const int64_t nprobe = resolve_nprobe(options.nprobe, model_->nlist);
@@ -63,17 +76,10 @@ RangeResult GpuIvfIndex::do_range_search(int64_t nq, const float* queries, float
   StoredList stored;
   std::vector<int64_t> list_numbers;
   for (int64_t l = 0; l < model.nlist; ++l) {
-    const int64_t size = gpu::ivf_list_size(*ivf_, l);
-    stored.ids.resize(static_cast<size_t>(size));
-    stored.codes.resize(static_cast<size_t>(model.is_pq() ? size * model.pq.m : 0));
-    stored.vectors.resize(static_cast<size_t>(model.is_pq() ? 0 : size * model.dim));
-    stored.raw.resize(static_cast<size_t>(model.keep_raw ? size * model.dim : 0));
-    if (size == 0) continue;
-    uint8_t* codes = model.is_pq() ? stored.codes.data() : reinterpret_cast<uint8_t*>(stored.vectors.data());
-    gpu::ivf_list_read(context().gpu(), *ivf_, l, codes, model.keep_raw ? stored.raw.data() : nullptr,
-                       stored.ids.data());
-    list_numbers.assign(static_cast<size_t>(size), l);
-    lists.append(size, list_numbers.data(), stored.ids.data(), stored.codes.data(),
+    read_device_list(l, stored);
+    if (stored.size() == 0) continue;
+    list_numbers.assign(static_cast<size_t>(stored.size()), l);
+    lists.append(stored.size(), list_numbers.data(), stored.ids.data(), stored.codes.data(),
                  model.is_pq() ? stored.raw.data() : stored.vectors.data());
   }
   std::vector<float> rotated;
@@ -111,17 +117,11 @@ void GpuIvfIndex::save_payload(ByteWriter& out) const {
   write_ivf_model(out, model_.get());
   if (!model_) return;
   const IvfModel& model = *model_;
-  std::vector<int64_t> ids;
-  std::vector<uint8_t> codes;
-  std::vector<float> raw;
+  StoredList stored;
   for (int64_t l = 0; l < model.nlist; ++l) {
-    const int64_t size = gpu::ivf_list_size(*ivf_, l);
-    ids.resize(static_cast<size_t>(size));
-    codes.resize(static_cast<size_t>(size * model.code_bytes()));
-    raw.resize(static_cast<size_t>(model.keep_raw ? size * model.dim : 0));
-    if (size > 0)
-      gpu::ivf_list_read(context().gpu(), *ivf_, l, codes.data(), model.keep_raw ? raw.data() : nullptr, ids.data());
-    write_ivf_list(out, model, size, ids.data(), codes.data(), raw.data());
+    read_device_list(l, stored);
+    const void* codes = model.is_pq() ? static_cast<const void*>(stored.codes.data()) : stored.vectors.data();
+    write_ivf_list(out, model, stored.size(), stored.ids.data(), codes, stored.raw.data());
   }
 }
 

@@ -14,6 +14,7 @@
 #include "cpp/index/index.h"
 #include "cpp/index/ivf_ids.h"
 #include "cpp/index/ivf_model.h"
+#include "cpp/index/ivf_payload.h"
 #include "cpp/index/ivf_spec.h"
 
 namespace quiver {
@@ -42,6 +43,9 @@ class GpuIvfIndex final : public Index {
   int64_t do_remove(int64_t n, const int64_t* ids) override;
 
  private:
+  // Copies list `list` back from the device, in its stored form (ivf_payload.h); reuses stored's buffers.
+  void read_device_list(int64_t list, StoredList& stored) const;
+
   IvfSpec spec_;
   std::unique_ptr<const IvfModel> model_;
   gpu::IvfDevicePtr ivf_;

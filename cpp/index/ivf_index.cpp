@@ -31,8 +31,7 @@ ListLayout list_layout(const IvfModel& model) {
 IvfIndex::IvfIndex(Context& context, std::string descriptor, int64_t dim, Metric metric, const IvfSpec& spec)
     : Index(context, std::move(descriptor), dim, metric), spec_(spec) {}
 
-void IvfIndex::install(std::unique_ptr<IvfModel> model) {
-  auto lists = std::make_unique<InvertedLists>(model->nlist, list_layout(*model));
+void IvfIndex::install(std::unique_ptr<IvfModel> model, std::unique_ptr<InvertedLists> lists) {
   std::vector<float> tables;
   if (model->is_pq()) tables = make_pq_list_tables(context().pool(), *model);
   model_ = std::move(model);
@@ -44,7 +43,9 @@ void IvfIndex::do_train(int64_t n, const float* x) {
   if (count() > 0)
     fail(Status::invalid_argument, "the index (", descriptor(), ") is trained and holds ", count(),
          " vectors, whose codes belong to its model: remove them, or create a new index, to train again");
-  install(std::make_unique<IvfModel>(train_ivf_model(context(), spec_, metric(), dim(), n, x)));
+  auto model = std::make_unique<IvfModel>(train_ivf_model(context(), spec_, metric(), dim(), n, x));
+  auto lists = std::make_unique<InvertedLists>(model->nlist, list_layout(*model));
+  install(std::move(model), std::move(lists));
 }
 
 void IvfIndex::do_add(int64_t n, const float* x, const int64_t* ids) {
@@ -149,11 +150,7 @@ void IvfIndex::load_payload(ByteReader& in, int64_t count) {
   }
   if (lists->count() != count)
     fail(Status::corrupt_data, "corrupt index: the lists hold ", lists->count(), " vectors, the header says ", count);
-  std::vector<float> tables;
-  if (model->is_pq()) tables = make_pq_list_tables(context().pool(), *model);
-  model_ = std::move(model);
-  lists_ = std::move(lists);
-  list_tables_.swap(tables);
+  install(std::move(model), std::move(lists));
   std::swap(ids_, ids);
 }
 

@@ -39,8 +39,8 @@ class IvfIndex final : public Index {
   int64_t do_remove(int64_t n, const int64_t* ids) override;
 
  private:
-  // Makes `model` the index's model, with empty lists and its search tables. Strong guarantee.
-  void install(std::unique_ptr<IvfModel> model);
+  // Makes `model` the index's model, with `lists` and its search tables. Strong guarantee.
+  void install(std::unique_ptr<IvfModel> model, std::unique_ptr<InvertedLists> lists);
 
   IvfSpec spec_;
   std::unique_ptr<const IvfModel> model_;

@@ -7,40 +7,20 @@ namespace quiver {
 
 namespace {
 
-constexpr int kWidth = 16;        // codes per block: one key per lane of an AVX-512 register
-constexpr int kGroup = 4;         // codes summed side by side in scalar registers (measured best)
+constexpr int kWidth = 16;  // codes per block: one key per lane of an AVX-512 register
+constexpr int kAlign = 64;
 
-// Compares a block's keys with the threshold in one instruction and hands the passing ones over in
-// order, re-checking each against the threshold the previous accepts may have lowered.
-inline void accept_block(const float* key, int64_t first, ScanSink* sink) {
-  unsigned mask = _mm512_cmp_ps_mask(_mm512_load_ps(key), _mm512_set1_ps(sink->threshold), _CMP_LT_OQ);
-  while (mask) {
-    const int l = __builtin_ctz(mask);
-    mask &= mask - 1;
-    if (key[l] < sink->threshold) sink->accept(sink, key[l], first + l);
-  }
+inline unsigned below_threshold(const float* key, float threshold) {
+  return _mm512_cmp_ps_mask(_mm512_load_ps(key), _mm512_set1_ps(threshold), _CMP_LT_OQ);
 }
+
+#include "cpp/quantize/pq_scan_blocks.inc"
 
 }  // namespace
 
 void pq_scan_avx512(const uint8_t* codes, int64_t n, int64_t m, const float* table, float bias,
                     int64_t first_index, ScanSink* sink) {
-  int64_t j = 0;
-  for (; j + kWidth <= n; j += kWidth) {
-    alignas(64) float key[kWidth];
-    for (int g = 0; g < kWidth; g += kGroup) {
-      const uint8_t* c = codes + (j + g) * m;
-      float sum[kGroup];
-      for (int l = 0; l < kGroup; ++l) sum[l] = bias;
-      for (int64_t s = 0; s < m; ++s) {
-        const float* t = table + s * kPqCentroids;
-        for (int l = 0; l < kGroup; ++l) sum[l] += t[c[l * m + s]];
-      }
-      for (int l = 0; l < kGroup; ++l) key[g + l] = sum[l];
-    }
-    accept_block(key, first_index + j, sink);
-  }
-  if (j < n) pq_scan_portable(codes + j * m, n - j, m, table, bias, first_index + j, sink);
+  scan_blocks(codes, n, m, table, bias, first_index, sink);
 }
 
 }  // namespace quiver

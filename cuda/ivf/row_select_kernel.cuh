@@ -13,6 +13,7 @@
 
 #include "cuda/core/error.h"
 #include "cuda/ivf/row_select.h"
+#include "cuda/select/block_merge.cuh"
 #include "cuda/select/network.h"
 #include "cuda/select/warp_lanes.cuh"
 #include "cuda/select/warp_select.h"
@@ -112,39 +113,10 @@ __global__ void __launch_bounds__(kRowSelectThreads) row_select_kernel(const Row
     }
 
     if (wpt > 1) {
-      // BlockSelect: at step s, warp w (w % 2s == 0) of a task merges the queue of warp w + s into
-      // its own: the first stage of merge-odd against the other queue read in reverse, then the
-      // rest of the network. Reads and writes of one step touch different slots.
+      // BlockSelect: the task's warp queues merge into its first warp's.
       float* sk = reinterpret_cast<float*>(shared);
       int32_t* sv = reinterpret_cast<int32_t*>(shared + sizeof(float) * K * kRowSelectWarps);
-#pragma unroll
-      for (int r = 0; r < KR; ++r) {
-        sk[warp * K + r * kWarpSize + lane] = ws.wk[r];
-        sv[warp * K + r * kWarpSize + lane] = ws.wv[r];
-      }
-      __syncthreads();
-      for (int s = 1; s < wpt; s *= 2) {
-        if (sub % (2 * s) == 0) {
-          const float* ok = sk + (warp + s) * K;
-          const int32_t* ov = sv + (warp + s) * K;
-#pragma unroll
-          for (int j = 0; j < KR; ++j) {
-            const float other_k = ok[j * kWarpSize + (kWarpSize - 1 - lane)];
-            const int32_t other_v = ov[j * kWarpSize + (kWarpSize - 1 - lane)];
-            if (M::before(other_k, other_v, ws.wk[KR - 1 - j], ws.wv[KR - 1 - j])) {
-              ws.wk[KR - 1 - j] = other_k;
-              ws.wv[KR - 1 - j] = other_v;
-            }
-          }
-          net::merge_continue_impl<M, 0, KR, true>(ws.wk, ws.wv);
-#pragma unroll
-          for (int r = 0; r < KR; ++r) {
-            sk[warp * K + r * kWarpSize + lane] = ws.wk[r];
-            sv[warp * K + r * kWarpSize + lane] = ws.wv[r];
-          }
-        }
-        __syncthreads();
-      }
+      merge_block_queues(ws, sk, sv, warp, sub, wpt, lane);
     }
     if (!active || sub != 0) continue;
 

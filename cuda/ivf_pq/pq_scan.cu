@@ -106,6 +106,35 @@ struct Cursor {
   __device__ __forceinline__ int64_t slot(int64_t pos) const { return base + (pos - seg_start); }
 };
 
+// The 16-bit tables' first pass: each sub-quantizer's minimum into mins[s], their sum into *offset,
+// and the widest range over the sub-quantizers (returned). Every thread of the block calls this.
+__device__ __forceinline__ float table_range(const float* table, int m, float* mins, float* scratch, float* offset) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  float widest = 0.f;
+  for (int s = warp; s < m; s += kWarps) {
+    float lo = __int_as_float(0x7f800000), hi = -__int_as_float(0x7f800000);
+    for (int c = lane; c < kCentroids; c += 32) {
+      const float v = __ldg(table + s * kCentroids + c);
+      lo = fminf(lo, v);
+      hi = fmaxf(hi, v);
+    }
+#pragma unroll
+    for (int d = 16; d > 0; d /= 2) {
+      lo = fminf(lo, __shfl_xor_sync(0xffffffffu, lo, d));
+      hi = fmaxf(hi, __shfl_xor_sync(0xffffffffu, hi, d));
+    }
+    if (lane == 0) mins[s] = lo;
+    widest = fmaxf(widest, hi - lo);
+  }
+  __syncthreads();
+  if (lane == 0) scratch[warp] = widest;
+  __syncthreads();
+  float range = 0.f;
+  for (int w = 0; w < kWarps; ++w) range = fmaxf(range, scratch[w]);
+  for (int s = 0; s < m; ++s) *offset += mins[s];
+  return range;
+}
+
 // One entry per thread: its code's M bytes in 16- or 4-byte loads, M look-ups in the shared table.
 template <typename Lut>
 __global__ void __launch_bounds__(kThreads) pq_scan_kernel(const PqScanParams p) {
@@ -127,29 +156,7 @@ __global__ void __launch_bounds__(kThreads) pq_scan_kernel(const PqScanParams p)
   } else {
     // Pass 1: each sub-quantizer's minimum and the widest range; pass 2: the scaled entries.
     float* mins = reinterpret_cast<float*>(shared + (size_t(entries) * 2 + 15) / 16 * 16);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
-    float widest = 0.f;
-    for (int s = warp; s < m; s += kWarps) {
-      float lo = __int_as_float(0x7f800000), hi = -__int_as_float(0x7f800000);
-      for (int c = lane; c < kCentroids; c += 32) {
-        const float v = __ldg(table + s * kCentroids + c);
-        lo = fminf(lo, v);
-        hi = fmaxf(hi, v);
-      }
-#pragma unroll
-      for (int d = 16; d > 0; d /= 2) {
-        lo = fminf(lo, __shfl_xor_sync(0xffffffffu, lo, d));
-        hi = fmaxf(hi, __shfl_xor_sync(0xffffffffu, hi, d));
-      }
-      if (lane == 0) mins[s] = lo;
-      widest = fmaxf(widest, hi - lo);
-    }
-    __syncthreads();
-    if (lane == 0) scratch[warp] = widest;
-    __syncthreads();
-    float range = 0.f;
-    for (int w = 0; w < kWarps; ++w) range = fmaxf(range, scratch[w]);
-    for (int s = 0; s < m; ++s) offset += mins[s];
+    const float range = table_range(table, m, mins, scratch, &offset);
     const float scale = range > 0.f && range < __int_as_float(0x7f800000) ? kHalfTableTop / range : 1.f;
     scale_back = 1.f / scale;
     for (int i = threadIdx.x; i < entries; i += kThreads)
@@ -252,29 +259,7 @@ __global__ void __launch_bounds__(kThreads) pq_scan_rotated_kernel(const PqScanP
     }
   } else {
     float* mins = reinterpret_cast<float*>(shared + kRotTableBytes);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
-    float widest = 0.f;
-    for (int s = warp; s < m; s += kWarps) {
-      float lo = __int_as_float(0x7f800000), hi = -__int_as_float(0x7f800000);
-      for (int c = lane; c < kCentroids; c += 32) {
-        const float v = __ldg(table + s * kCentroids + c);
-        lo = fminf(lo, v);
-        hi = fmaxf(hi, v);
-      }
-#pragma unroll
-      for (int d = 16; d > 0; d /= 2) {
-        lo = fminf(lo, __shfl_xor_sync(0xffffffffu, lo, d));
-        hi = fmaxf(hi, __shfl_xor_sync(0xffffffffu, hi, d));
-      }
-      if (lane == 0) mins[s] = lo;
-      widest = fmaxf(widest, hi - lo);
-    }
-    __syncthreads();
-    if (lane == 0) scratch[warp] = widest;
-    __syncthreads();
-    float range = 0.f;
-    for (int w = 0; w < kWarps; ++w) range = fmaxf(range, scratch[w]);
-    for (int s = 0; s < m; ++s) offset += mins[s];
+    const float range = table_range(table, m, mins, scratch, &offset);
     const float scale = range > 0.f && range < __int_as_float(0x7f800000) ? 65535.f / range : 1.f;
     scale_back = 1.f / scale;
     for (int i = threadIdx.x; i < entries; i += kThreads) {

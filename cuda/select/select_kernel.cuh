@@ -10,11 +10,13 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include <cuda_fp16.h>
 
 #include "cuda/core/error.h"
+#include "cuda/select/block_merge.cuh"
 #include "cuda/select/select_launch.h"
 #include "cuda/select/warp_lanes.cuh"
 #include "cuda/select/warp_select.h"
@@ -283,40 +285,11 @@ __device__ __forceinline__ void select_task(const SelectParams<V>& p, int64_t ta
   wait_copies<0>();
 
   if (wpr > 1) {
-    // BlockSelect: warp queues meet in shared memory; at step s, warp w (w % 2s == 0) merges the
-    // queue of warp w + s into its own. Reads and writes of one step touch different slots.
+    // BlockSelect: the warp queues merge into warp 0's (one task per block here, so sub is the slot).
     __syncthreads();  // every warp is done with its staging memory, reused here
     float* sk = reinterpret_cast<float*>(shared);
     V* sv = reinterpret_cast<V*>(shared + sizeof(float) * K * wpr);
-#pragma unroll
-    for (int r = 0; r < KR; ++r) {
-      sk[sub * K + r * kWarpSize + lane] = ws.wk[r];
-      sv[sub * K + r * kWarpSize + lane] = ws.wv[r];
-    }
-    __syncthreads();
-    for (int s = 1; s < wpr; s *= 2) {
-      if (sub % (2 * s) == 0) {
-        const float* ok = sk + (sub + s) * K;
-        const V* ov = sv + (sub + s) * K;
-        // The first stage of merge-odd against the other queue read in reverse (no shuffles).
-#pragma unroll
-        for (int j = 0; j < KR; ++j) {
-          const float other_k = ok[j * kWarpSize + (kWarpSize - 1 - lane)];
-          const V other_v = ov[j * kWarpSize + (kWarpSize - 1 - lane)];
-          if (M::before(other_k, other_v, ws.wk[KR - 1 - j], ws.wv[KR - 1 - j])) {
-            ws.wk[KR - 1 - j] = other_k;
-            ws.wv[KR - 1 - j] = other_v;
-          }
-        }
-        net::merge_continue_impl<M, 0, KR, true>(ws.wk, ws.wv);
-#pragma unroll
-        for (int r = 0; r < KR; ++r) {
-          sk[sub * K + r * kWarpSize + lane] = ws.wk[r];
-          sv[sub * K + r * kWarpSize + lane] = ws.wv[r];
-        }
-      }
-      __syncthreads();  // also: shared memory is free again for the next task's staging
-    }
+    merge_block_queues(ws, sk, sv, sub, sub, wpr, lane);  // ends on a barrier: staging is free again
   }
 
   if (sub == 0) {
@@ -384,10 +357,20 @@ void launch_kernel(const SelectParams<V>& p, cudaStream_t stream) {
     QV_CUDA_CHECK(cudaFuncSetAttribute(select_kernel<KR, T, V, K16, KBF>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        int(shared)));
   }
-  int resident = 0;
-  QV_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, select_kernel<KR, T, V, K16, KBF>, threads, shared));
-  blocks = std::min<int64_t>(blocks, int64_t(std::max(resident, 1)) * sms);
+  // Blocks resident per multiprocessor, asked once per device and shape (wpr, bias), as
+  // ivf/row_select_kernel.cuh does: the query costs about a launch.
+  constexpr int kDevices = 64, kShapes = 2 * kSelectMaxWarpsPerRow;
+  static std::atomic<int> resident_by_shape[kDevices][kShapes];
+  const int shape = 2 * (wpr - 1) + (p.bias != nullptr ? 1 : 0);  // wpr is 1 .. kSelectMaxWarpsPerRow
+  const bool cached = device < kDevices && wpr >= 1 && wpr <= kSelectMaxWarpsPerRow;
+  int resident = cached ? resident_by_shape[device][shape].load(std::memory_order_relaxed) : 0;
+  if (resident == 0) {
+    QV_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, select_kernel<KR, T, V, K16, KBF>, threads, shared));
+    resident = std::max(resident, 1);
+    if (cached) resident_by_shape[device][shape].store(resident, std::memory_order_relaxed);
+  }
+  blocks = std::min<int64_t>(blocks, int64_t(resident) * sms);
   select_kernel<KR, T, V, K16, KBF><<<dim3(static_cast<unsigned>(blocks)), threads, shared, stream>>>(p);
   QV_LAUNCH_CHECK("select_kernel");
 }

@@ -1,6 +1,5 @@
 // Inverted-file indexes through the C API: descriptors, training, nprobe and refine_factor in the
 // search parameters (with their struct versions), bad input, save/load and info.
-#include <set>
 #include <vector>
 
 #include "test_util.h"
@@ -10,28 +9,7 @@ namespace {
 using namespace qvtest;
 
 // n x dim vectors around 20 fixed centres: IVF's natural input.
-std::vector<float> Clustered(int64_t n, int64_t dim, uint64_t seed) {
-  std::mt19937_64 centres_rng(99), rng(seed);
-  std::normal_distribution<float> centre(0.0f, 2.0f), noise(0.0f, 1.0f);
-  std::vector<float> centres(static_cast<size_t>(20 * dim));
-  for (float& c : centres) c = centre(centres_rng);
-  std::uniform_int_distribution<int64_t> pick(0, 19);
-  std::vector<float> x(static_cast<size_t>(n * dim));
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t c = pick(rng);
-    for (int64_t d = 0; d < dim; ++d) x[i * dim + d] = centres[c * dim + d] + noise(rng);
-  }
-  return x;
-}
-
-double Recall(const Results& got, const Results& truth, int64_t nq, int64_t k) {
-  int64_t hits = 0;
-  for (int64_t q = 0; q < nq; ++q) {
-    std::set<int64_t> want(truth.ids.begin() + q * k, truth.ids.begin() + (q + 1) * k);
-    for (int64_t i = 0; i < k; ++i) hits += static_cast<int64_t>(want.count(got.ids[q * k + i]));
-  }
-  return static_cast<double>(hits) / static_cast<double>(nq * k);
-}
+std::vector<float> Clustered(int64_t n, int64_t dim, uint64_t seed) { return ClusteredVectors(n, dim, 20, 99, seed); }
 
 qv_search_params_t Params(uint32_t nprobe, uint32_t refine_factor = 0) {
   qv_search_params_t p;
@@ -75,7 +53,7 @@ TEST_F(CapiIvf, FlatWithEveryListIsExactInEveryMetric) {
     const qv_search_params_t p1 = Params(1), p4 = Params(4);
     QV_ASSERT_OK(Search(ivf.get(), q, dim, 10, &p1, &one));
     QV_ASSERT_OK(Search(ivf.get(), q, dim, 10, &p4, &four));
-    EXPECT_LE(Recall(one, r, nq_, 10), Recall(four, r, nq_, 10));
+    EXPECT_LE(IdOverlap(one, r, nq_, 10), IdOverlap(four, r, nq_, 10));
   }
 }
 
@@ -204,8 +182,8 @@ TEST_F(CapiIvf, RefineFactorRaisesRecall) {
   const qv_search_params_t p1 = Params(16, 1), p32 = Params(16, 32);
   QV_ASSERT_OK(Search(ivf.get(), q, dim, 10, &p1, &one));
   QV_ASSERT_OK(Search(ivf.get(), q, dim, 10, &p32, &many));
-  EXPECT_LT(Recall(one, truth, nq_, 10), 0.95);
-  EXPECT_GE(Recall(many, truth, nq_, 10), 0.99);
+  EXPECT_LT(IdOverlap(one, truth, nq_, 10), 0.95);
+  EXPECT_GE(IdOverlap(many, truth, nq_, 10), 0.99);
   // Refined distances are exact.
   EXPECT_TRUE(CheckKnn(QV_METRIC_L2, x, Iota(n_), dim, std::vector<float>(q.begin(), q.begin() + dim), 1,
                        std::vector<float>(many.distances.begin(), many.distances.begin() + 1),

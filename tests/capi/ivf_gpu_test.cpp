@@ -1,7 +1,6 @@
 // Inverted-file indexes on a CUDA context, against the same indexes on the CPU: the same trained
 // model gives the same results (up to ties), and indexes move between devices by save and load.
 // Skipped without a CUDA device.
-#include <set>
 #include <vector>
 
 #include "test_util.h"
@@ -22,29 +21,7 @@ Context MakeCudaContext() {
   return Context(ctx);
 }
 
-std::vector<float> Blobs(int64_t n, int64_t dim, uint64_t seed) {
-  std::mt19937_64 centres_rng(5), rng(seed);
-  std::normal_distribution<float> centre(0.0f, 2.0f), noise(0.0f, 1.0f);
-  std::vector<float> centres(static_cast<size_t>(30 * dim));
-  for (float& c : centres) c = centre(centres_rng);
-  std::uniform_int_distribution<int64_t> pick(0, 29);
-  std::vector<float> x(static_cast<size_t>(n * dim));
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t c = pick(rng);
-    for (int64_t d = 0; d < dim; ++d) x[i * dim + d] = centres[c * dim + d] + noise(rng);
-  }
-  return x;
-}
-
-// Fraction of each query's ids in `a` also in `b`.
-double Overlap(const Results& a, const Results& b, int64_t nq, int64_t k) {
-  int64_t same = 0;
-  for (int64_t q = 0; q < nq; ++q) {
-    std::set<int64_t> want(b.ids.begin() + q * k, b.ids.begin() + (q + 1) * k);
-    for (int64_t i = 0; i < k; ++i) same += static_cast<int64_t>(want.count(a.ids[q * k + i]));
-  }
-  return static_cast<double>(same) / static_cast<double>(nq * k);
-}
+std::vector<float> Blobs(int64_t n, int64_t dim, uint64_t seed) { return ClusteredVectors(n, dim, 30, 5, seed); }
 
 Index Load(qv_context_t* ctx, const Buffer& data, size_t size) {
   qv_index_t* raw = nullptr;
@@ -91,7 +68,7 @@ TEST_P(CapiIvfGpu, SameModelSameResultsOnBothDevices) {
     Results on_gpu, on_cpu;
     QV_ASSERT_OK(Search(gpu.get(), q, dim, k, &p, &on_gpu));
     QV_ASSERT_OK(Search(cpu.get(), q, dim, k, &p, &on_cpu));
-    EXPECT_GE(Overlap(on_gpu, on_cpu, nq, k), 0.99) << descriptor << " nprobe " << nprobe;
+    EXPECT_GE(IdOverlap(on_gpu, on_cpu, nq, k), 0.99) << descriptor << " nprobe " << nprobe;
   }
   // Back to the GPU: the file saved on the CPU loads there, and saves to the same bytes.
   void* again = nullptr;

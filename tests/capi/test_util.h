@@ -17,6 +17,7 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -127,6 +128,23 @@ inline std::vector<float> RandomVectors(int64_t n, int64_t dim, uint64_t seed) {
       nonzero = nonzero || v != 0.0f;
     }
     if (!nonzero) x[i * dim] = s;
+  }
+  return x;
+}
+
+// n x dim points around `centres` fixed N(0, 4) centres (drawn from centre_seed), each point its
+// centre plus N(0, 1) noise, centre chosen uniformly: the clustered input inverted files expect.
+inline std::vector<float> ClusteredVectors(int64_t n, int64_t dim, int64_t centres, uint64_t centre_seed,
+                                           uint64_t seed) {
+  std::mt19937_64 centres_rng(centre_seed), rng(seed);
+  std::normal_distribution<float> centre(0.0f, 2.0f), noise(0.0f, 1.0f);
+  std::vector<float> c(static_cast<size_t>(centres * dim));
+  for (float& v : c) v = centre(centres_rng);
+  std::uniform_int_distribution<int64_t> pick(0, centres - 1);
+  std::vector<float> x(static_cast<size_t>(n * dim));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t j = pick(rng);
+    for (int64_t d = 0; d < dim; ++d) x[i * dim + d] = c[j * dim + d] + noise(rng);
   }
   return x;
 }
@@ -312,6 +330,17 @@ struct Results {
     return std::memcmp(distances.data(), o.distances.data(), distances.size() * sizeof(float)) == 0;
   }
 };
+
+// Fraction of each query's k ids in `got` that are among its k ids in `want` (recall when `want` is
+// the exact result).
+inline double IdOverlap(const Results& got, const Results& want, int64_t nq, int64_t k) {
+  int64_t hits = 0;
+  for (int64_t q = 0; q < nq; ++q) {
+    std::set<int64_t> row(want.ids.begin() + q * k, want.ids.begin() + (q + 1) * k);
+    for (int64_t i = 0; i < k; ++i) hits += static_cast<int64_t>(row.count(got.ids[q * k + i]));
+  }
+  return static_cast<double>(hits) / static_cast<double>(nq * k);
+}
 
 inline qv_status_t Search(const qv_index_t* index, const std::vector<float>& queries, int64_t dim,
                           uint32_t k, const qv_search_params_t* params, Results* out) {
