@@ -40,9 +40,10 @@ __device__ __forceinline__ unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-// Copies `bytes` (0..16) of a 16-byte aligned slot and zero-fills the rest; 0 bytes reads nothing.
-__device__ __forceinline__ void copy_slot16(void* dst, const float* src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src), "r"(bytes));
+// Copies a whole 16-byte aligned slot. (Partial slots take copy_slot4x4: a 16-byte copy with a smaller
+// source size counts as a 16-byte read for compute-sanitizer, past the end of the last row.)
+__device__ __forceinline__ void copy_slot16(void* dst, const float* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(dst)), "l"(src));
 }
 
 // The same for rows that are not 16-byte aligned: four 4-byte copies.
@@ -69,10 +70,10 @@ __device__ __forceinline__ void issue_group(float4* keys, float4* bias, const fl
 #pragma unroll
   for (int u = 0; u < kSlotsPerGroup; ++u, col += 4 * kWarpSize) {
     const int valid = full ? 4 : max(0, min(4, span - col));
-    if (vec4) {
-      copy_slot16(keys + u * kWarpSize, valid > 0 ? x + col : x, 4 * valid);
-      if (b != nullptr) copy_slot16(bias + u * kWarpSize, valid > 0 ? b + col : b, 4 * valid);
-    } else {
+    if (vec4 && valid == 4) {
+      copy_slot16(keys + u * kWarpSize, x + col);
+      if (b != nullptr) copy_slot16(bias + u * kWarpSize, b + col);
+    } else {  // unaligned rows, and the last slots of a row: no 16-byte read past the row's end
       copy_slot4x4(reinterpret_cast<float*>(keys + u * kWarpSize), valid > 0 ? x + col : x, valid);
       if (b != nullptr) copy_slot4x4(reinterpret_cast<float*>(bias + u * kWarpSize), valid > 0 ? b + col : b, valid);
     }
@@ -91,7 +92,12 @@ __device__ __forceinline__ void issue_group16(float4* keys, float4* bias, const 
   for (int u = 0; u < kSlotsPerGroup; ++u, col += 4 * kWarpSize) {
     const int valid = full ? 4 : max(0, min(4, span - col));
     copy_slot8(keys + u * kWarpSize, valid > 0 ? x + col : x, 2 * valid);
-    if (b != nullptr) copy_slot16(bias + u * kWarpSize, valid > 0 ? b + col : b, 4 * valid);
+    if (b == nullptr) continue;
+    if (valid == 4) {
+      copy_slot16(bias + u * kWarpSize, b + col);
+    } else {  // the bias's last slots: no 16-byte read past its end
+      copy_slot4x4(reinterpret_cast<float*>(bias + u * kWarpSize), valid > 0 ? b + col : b, valid);
+    }
   }
 }
 
