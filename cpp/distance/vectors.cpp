@@ -1,5 +1,6 @@
 #include "cpp/distance/vectors.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "cpp/core/error.h"
@@ -58,20 +59,20 @@ std::vector<float> squared_norms(const float* x, int64_t n, int64_t dim) {
 void check_vectors(const char* what, const float* x, int64_t n, int64_t dim, bool nonzero_rows) {
   for (int64_t r = 0; r < n; ++r) {
     const float* row = x + r * dim;
-    bool all_zero = true;
-    for (int64_t c = 0; c < dim; ++c) {
-      if (!std::isfinite(row[c]))
-        fail(Status::invalid_argument, what, ": row ", r, ", column ", c, " is ", row[c],
-             " (vectors must be finite)");
-      all_zero = all_zero && row[c] == 0.0f;
-    }
-    // Squares of values near FLT_MAX overflow, and every distance of the row would be infinite.
-    if (!std::isfinite(squared_norm(row, dim)))
+    // One vectorised pass: NaN and infinities carry through a sum of squares, so a finite squared
+    // norm means every value is finite (the per-value loops run only to name what failed).
+    const float norm = squared_norm(row, dim);
+    if (!std::isfinite(norm)) {
+      for (int64_t c = 0; c < dim; ++c)
+        if (!std::isfinite(row[c]))
+          fail(Status::invalid_argument, what, ": row ", r, ", column ", c, " is ", row[c],
+               " (vectors must be finite)");
+      // Squares of values near FLT_MAX overflow, and every distance of the row would be infinite.
       fail(Status::invalid_argument, what, ": row ", r,
            " has values too large for float32 distance arithmetic (its squared norm overflows)");
-    if (nonzero_rows && all_zero)
-      fail(Status::invalid_argument, what, ": row ", r,
-           " is the zero vector, which has no cosine similarity");
+    }
+    if (nonzero_rows && norm == 0.0f && std::all_of(row, row + dim, [](float v) { return v == 0.0f; }))
+      fail(Status::invalid_argument, what, ": row ", r, " is the zero vector, which has no cosine similarity");
   }
 }
 

@@ -57,8 +57,10 @@ void HostStaging::release() noexcept {
 void HostStaging::to_device(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
   auto* out = static_cast<char*>(dst);
   const auto* in = static_cast<const char*>(src);
-  for (size_t offset = 0, c = 0; offset < bytes; offset += chunk_, ++c) {
-    const int h = static_cast<int>(c & 1);
+  for (size_t offset = 0; offset < bytes; offset += chunk_) {
+    // Buffers alternate across calls too: a call's first chunk need not wait for the last DMA of
+    // the call before (which may be queued behind other work).
+    const int h = static_cast<int>(next_++ & 1);
     const size_t n = std::min(chunk_, bytes - offset);
     QV_CUDA_CHECK(cudaEventSynchronize(done_[h]));  // the previous DMA out of this buffer is done
     std::memcpy(buffer_[h], in + offset, n);

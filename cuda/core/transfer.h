@@ -41,6 +41,7 @@ class HostStaging {
   size_t chunk_;
   void* buffer_[2] = {nullptr, nullptr};
   cudaEvent_t done_[2] = {nullptr, nullptr};
+  unsigned next_ = 0;  // the buffer to_device fills next
 };
 
 // Copies any kind of memory into device memory `dst`, ordered on `stream` (returns after the source

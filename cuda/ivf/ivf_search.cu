@@ -7,11 +7,13 @@
 //      probed list, entries in slot order): IVF-Flat list-major as small GEMMs or, for small
 //      batches, directly (cuda/ivf_flat); IVF-PQ by table look-ups (cuda/ivf_pq);
 //   4. k-selection over the rows, filter applied (row_select.h; two passes when rows are few and
-//      long); when it is the last step it writes the results itself;
+//      long); when it is the last step it writes the results itself. IVF-PQ with up to
+//      kMaxPqScanSelectK candidates selects inside its scan instead (no rows of distances);
 //   5. optional re-ranking of refine_k candidates with exact float32 distances to the raw vectors,
 //      then the k best of them;
 //   6. slots become ids (device ids, or on the host with ids_on_host) and keys distances.
-// Everything runs on stream 0; the only host synchronisations are the copies of the results.
+// Everything runs on stream 0; host queries are uploaded per tile (the host copies the next tile into
+// pinned staging while the device works), the only host synchronisations are the copies of results.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -26,6 +28,7 @@
 #include "cuda/ivf/ivf_device.h"
 #include "cuda/ivf/ivf_kernels.h"
 #include "cuda/ivf/ivf_storage.h"
+#include "cuda/ivf/query_order.h"
 #include "cuda/ivf/row_select.h"
 #include "cuda/ivf_flat/flat_scan.h"
 #include "cuda/ivf_pq/pq_scan.h"
@@ -41,6 +44,13 @@ constexpr int64_t kPqBlocksPerSm = 8;
 constexpr int64_t kMinPqChunk = 512;
 // The query tile's buffers may take this many Resources tiles.
 constexpr int64_t kTileBudgets = 2;
+// Host queries: a batch is cut into this many tiles (of at least kMinUploadTileRows queries) so their
+// uploads overlap the search.
+constexpr int64_t kUploadTiles = 4;
+constexpr int64_t kMinUploadTileRows = 2048;
+// IVF-PQ: queries are put in the order of their closest lists from this many a tile on (fewer run
+// at the same time anyway).
+constexpr int64_t kMinOrderedRows = 1024;
 
 int64_t align_floats(int64_t n) { return (n + 63) / 64 * 64; }
 
@@ -50,14 +60,17 @@ struct SearchPlan {
   int64_t kk = 0;  // candidates the selection keeps: k, or refine_k
   bool refine = false;
   bool half_tables = false;
+  bool scan_selects = false;  // IVF-PQ selecting inside its scan (steps 3 and 4 in one kernel)
+  bool order_queries = false;  // IVF-PQ blocks run in the order of the queries' closest lists
+  int64_t pq_chunks = 1;
 };
 
 // Device bytes per query of a tile.
 int64_t bytes_per_query(const IvfDevice& ivf, const SearchPlan& plan, int64_t nprobe, int64_t k) {
-  int64_t b = plan.row_bound * 4 + coarse_tile_floats(ivf, 1) * 4 + nprobe * 12 + 16;
+  int64_t b = coarse_tile_floats(ivf, 1) * 4 + nprobe * 12 + 16;
+  if (!plan.scan_selects) b += plan.row_bound * 4;  // the row of distances
   if (ivf.rotated) b += ivf.dim * 4;
-  if (!ivf.flat()) b += ivf.pq_m * kPqCentroids * 4;  // term 3
-  b += plan.kk * 8 * 2;  // selection results and a chunked pass's
+  b += plan.kk * 8 * (1 + plan.pq_chunks);  // selection results and a chunked pass's
   if (plan.refine) b += plan.kk * 4 + k * 8;
   b += k * 12;  // results
   return b;
@@ -116,42 +129,55 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
   plan.row_bound = ivf.row_bound(nprobe);
   if (!ivf.flat()) {
     plan.half_tables = options.mode == ComputeMode::fp16 || options.mode == ComputeMode::bf16;
+    plan.scan_selects = plan.kk <= kMaxPqScanSelectK;
+    // Query rows are cut into chunks when the queries alone are too few blocks.
+    const int64_t target = int64_t(resources.limits().sm_count) * kPqBlocksPerSm;
+    const int64_t most = std::max<int64_t>(1, plan.row_bound / kMinPqChunk);
+    plan.pq_chunks = std::clamp<int64_t>((target + nq - 1) / nq, 1, most);
   }
   const int64_t per_query = bytes_per_query(ivf, plan, nprobe, k);
   plan.tile_rows = std::clamp<int64_t>(kTileBudgets * resources.tile_bytes() / per_query, 1, nq);
+  if (memory_kind(queries, device) != MemoryKind::device)
+    plan.tile_rows = std::min(plan.tile_rows, std::max(kMinUploadTileRows, (nq + kUploadTiles - 1) / kUploadTiles));
   const int64_t tiles = (nq + plan.tile_rows - 1) / plan.tile_rows;
   plan.tile_rows = (nq + tiles - 1) / tiles;
   const int64_t tq = plan.tile_rows;
   const RowSelectPlan select_plan = plan_row_select(resources.limits(), tq, plan.row_bound, plan.kk);
 
   PqScanParams pq;
+  PoolBuffer<float> codebook_bounds;
   if (!ivf.flat()) {
-    const int64_t target = int64_t(resources.limits().sm_count) * kPqBlocksPerSm;
-    const int64_t most = std::max<int64_t>(1, plan.row_bound / kMinPqChunk);
     pq.nprobe = nprobe;
-    pq.chunks = std::clamp<int64_t>((target + tq - 1) / tq, 1, most);
+    pq.chunks = plan.pq_chunks;
     pq.chunk_len = std::max<int64_t>(1, (plan.row_bound + pq.chunks - 1) / pq.chunks);
     pq.list_offset = ivf.offset_dev.get();
     pq.list_size = ivf.size_dev.get();
     pq.codes = ivf.arena.codes.get();
     pq.code_stride = ivf.code_stride;
     pq.m = ivf.pq_m;
+    pq.dsub = ivf.dsub;
+    pq.codebooks = ivf.codebooks.get();
     pq.entry_terms = l2 ? ivf.arena.norms.get() : nullptr;
+    pq.half_tables = plan.half_tables;
     pq.row_stride = plan.row_bound;
-    const int64_t shared = pq_scan_shared_bytes(ivf.pq_m, ivf.code_stride, plan.half_tables);
+    pq.k = plan.kk;
+    const int64_t shared = pq_scan_shared_bytes(ivf.pq_m, ivf.dsub, ivf.code_stride, plan.half_tables);
     if (shared > resources.limits().max_shared_bytes)
       fail(Status::unsupported, "IVF-PQ look-up tables of ", shared, " bytes exceed the device's shared memory (",
            resources.limits().max_shared_bytes, " bytes a block)", plan.half_tables ? "" : "; try fp16 tables");
+    if (plan.half_tables) {
+      codebook_bounds = PoolBuffer<float>(pool, pq_codebook_bounds_floats(ivf.pq_m, ivf.dsub));
+      launch_pq_codebook_bounds(ivf.codebooks.get(), ivf.pq_m, ivf.dsub, codebook_bounds.get(), stream);
+      pq.bounds = codebook_bounds.get();
+    }
   }
 
   // ---- inputs ----
-  PoolBuffer<float> query_copy;
-  const float* x_all = queries;
-  if (memory_kind(queries, device) != MemoryKind::device) {
-    query_copy = PoolBuffer<float>(pool, nq * ivf.dim);
-    copy_to_device(staging, device, query_copy.get(), queries, size_t(nq * ivf.dim) * sizeof(float), stream);
-    x_all = query_copy.get();
-  }
+  // Host queries are uploaded a tile at a time, so the host's copy of the next tile into pinned
+  // staging overlaps the device's work on this one.
+  const bool queries_on_device = memory_kind(queries, device) == MemoryKind::device;
+  PoolBuffer<float> query_tile;
+  if (!queries_on_device) query_tile = PoolBuffer<float>(pool, tq * ivf.dim);
   PoolBuffer<uint32_t> slot_filter;
   PoolBuffer<uint8_t> id_filter;
   if (options.filter_bits != nullptr) {
@@ -179,8 +205,8 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
   }
 
   // ---- buffers of a tile ----
-  PoolBuffer<float> rotated, query_norms, tile, coarse_keys, dist, term3, cand_keys, rerank_keys, final_keys;
-  PoolBuffer<int32_t> lists, seg, cand_slots, final_slots;
+  PoolBuffer<float> rotated, query_norms, tile, coarse_keys, dist, chunk_keys, cand_keys, rerank_keys, final_keys;
+  PoolBuffer<int32_t> lists, seg, chunk_slots, cand_slots, final_slots;
   if (ivf.rotated) rotated = PoolBuffer<float>(pool, tq * ivf.dim);
   query_norms = PoolBuffer<float>(pool, tq);
   tile = PoolBuffer<float>(pool, coarse_tile_floats(ivf, tq));
@@ -188,11 +214,24 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
   coarse_keys = PoolBuffer<float>(pool, tq * nprobe);
   lists = PoolBuffer<int32_t>(pool, tq * nprobe);
   if (ivf.flat()) seg = PoolBuffer<int32_t>(pool, tq * nprobe);
-  dist = PoolBuffer<float>(pool, align_floats(tq * plan.row_bound));
-  PoolBuffer<char> scan_ws;
+  PoolBuffer<char> scan_ws, select_ws, order_ws;
+  PoolBuffer<int32_t> order;
+  plan.order_queries = !ivf.flat() && tq >= kMinOrderedRows;
+  if (plan.order_queries) {
+    order = PoolBuffer<int32_t>(pool, tq);
+    order_ws = PoolBuffer<char>(pool, query_order_workspace_bytes(tq, ivf.nlist));
+  }
   if (ivf.flat()) scan_ws = PoolBuffer<char>(pool, flat_scan_workspace_bytes(tq, nprobe, ivf.nlist));
-  if (!ivf.flat()) term3 = PoolBuffer<float>(pool, tq * ivf.pq_m * kPqCentroids);
-  PoolBuffer<char> select_ws(pool, select_plan.workspace_bytes);
+  if (plan.scan_selects) {
+    if (plan.pq_chunks > 1) {
+      chunk_keys = PoolBuffer<float>(pool, tq * plan.pq_chunks * plan.kk);
+      chunk_slots = PoolBuffer<int32_t>(pool, tq * plan.pq_chunks * plan.kk);
+      select_ws = PoolBuffer<char>(pool, merge_chunks_workspace_bytes(resources.limits(), tq, plan.pq_chunks, plan.kk));
+    }
+  } else {
+    dist = PoolBuffer<float>(pool, align_floats(tq * plan.row_bound));
+    select_ws = PoolBuffer<char>(pool, select_plan.workspace_bytes);
+  }
   cand_keys = PoolBuffer<float>(pool, tq * plan.kk);
   cand_slots = PoolBuffer<int32_t>(pool, tq * plan.kk);
   PoolBuffer<char> refine_ws;
@@ -202,8 +241,8 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
     final_slots = PoolBuffer<int32_t>(pool, tq * k);
     refine_ws = PoolBuffer<char>(pool, select_workspace_bytes<int32_t>(resources.limits(), tq, plan.kk, k));
   }
-  // Results go straight to device outputs; otherwise to one buffer (ids, then distances), so host
-  // outputs take a single copy.
+  // Results go straight to device outputs; otherwise to one device buffer (ids, then distances),
+  // copied out at the end.
   const bool direct = outputs_on_device && !ivf.ids_on_host;
   const int64_t results = nq * k;
   PoolBuffer<char> packed;
@@ -217,7 +256,11 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
 
   for (int64_t q0 = 0; q0 < nq; q0 += tq) {
     const int64_t rows = std::min(tq, nq - q0);
-    const float* x = x_all + q0 * ivf.dim;
+    const float* x = queries + q0 * ivf.dim;
+    if (!queries_on_device) {
+      copy_to_device(staging, device, query_tile.get(), x, size_t(rows * ivf.dim) * sizeof(float), stream);
+      x = query_tile.get();
+    }
     const float* xr = x;
     if (ivf.rotated) {
       rotate_rows(resources.blas(0), ivf.rotation.get(), ivf.dim, x, rows, rotated.get());
@@ -225,6 +268,15 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
     }
     coarse_search(resources, 0, ivf, rows, xr, nprobe, tile.get(), coarse_ws.get(), coarse_keys.get(), lists.get());
 
+    // Without re-ranking, the selection writes the results itself when it takes one pass.
+    RowSelectFinal last;
+    last.distances = result_d + q0 * k;
+    last.ids = result_i + q0 * k;
+    last.queries = ivf.flat() && l2 ? xr : nullptr;  // IVF-Flat's L2 keys lack ||x||^2
+    last.dim = ivf.dim;
+    last.l2 = l2;
+    last.slot_ids = ivf.ids_on_host ? nullptr : ivf.arena.ids.get();
+    bool done = false;
     if (ivf.flat()) {
       FlatScanParams fs;
       fs.rows = rows;
@@ -245,38 +297,50 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
       fs.sm_count = resources.limits().sm_count;
       flat_scan(fs, scan_ws.get(), stream);
     } else {
-      pq_term3(resources.blas(0), ivf.codebooks.get(), ivf.pq_m, ivf.dsub, xr, rows, l2 ? -2.f : -1.f, term3.get());
       pq.rows = rows;
       pq.lists = lists.get();
       pq.coarse_keys = coarse_keys.get();
       pq.queries = xr;
       pq.dim = ivf.dim;
       pq.l2 = l2;
-      pq.tables = term3.get();
-      pq.dist = dist.get();
-      launch_pq_scan(pq, plan.half_tables, stream);
+      if (plan.order_queries) {
+        order_by_first_list(lists.get(), nprobe, rows, ivf.nlist, order_ws.get(), order.get(), stream);
+        pq.order = order.get();
+      }
+      if (!plan.scan_selects) {
+        pq.dist = dist.get();
+        launch_pq_scan(pq, stream);
+      } else if (pq.chunks > 1) {  // every chunk's candidates, then each row's merged
+        pq.out_keys = chunk_keys.get();
+        pq.out_slots = chunk_slots.get();
+        pq.slot_filter = slot_filter.get();
+        launch_pq_scan_select(pq, stream);
+        merge_chunks(chunk_keys.get(), chunk_slots.get(), rows, pq.chunks, plan.kk, resources.limits(),
+                     select_ws.get(), cand_keys.get(), cand_slots.get(), stream);
+      } else {
+        pq.slot_filter = slot_filter.get();
+        pq.final = plan.refine ? RowSelectFinal{} : last;
+        pq.out_keys = cand_keys.get();
+        pq.out_slots = cand_slots.get();
+        launch_pq_scan_select(pq, stream);
+        done = !plan.refine;
+      }
     }
 
-    RowSelectInput in;
-    in.dist = dist.get();
-    in.row_stride = plan.row_bound;
-    in.lists = lists.get();
-    in.nprobe = nprobe;
-    in.list_offset = ivf.offset_dev.get();
-    in.list_size = ivf.size_dev.get();
-    in.slot_filter = slot_filter.get();
-    in.rows = rows;
-    in.k = plan.kk;
-    // Without re-ranking, the selection writes the results itself when it takes one pass.
-    RowSelectFinal last;
-    last.distances = result_d + q0 * k;
-    last.ids = result_i + q0 * k;
-    last.queries = ivf.flat() && l2 ? xr : nullptr;  // IVF-Flat's L2 keys lack ||x||^2
-    last.dim = ivf.dim;
-    last.l2 = l2;
-    last.slot_ids = ivf.ids_on_host ? nullptr : ivf.arena.ids.get();
-    const bool done = row_select(in, select_plan, resources.limits(), select_ws.get(), cand_keys.get(),
-                                 cand_slots.get(), stream, plan.refine ? nullptr : &last);
+    if (!plan.scan_selects) {
+      RowSelectInput in;
+      in.dist = dist.get();
+      in.row_stride = plan.row_bound;
+      in.lists = lists.get();
+      in.nprobe = nprobe;
+      in.list_offset = ivf.offset_dev.get();
+      in.list_size = ivf.size_dev.get();
+      in.slot_filter = slot_filter.get();
+      in.rows = rows;
+      in.k = plan.kk;
+      done = row_select(in, select_plan, resources.limits(), select_ws.get(), cand_keys.get(), cand_slots.get(), stream,
+                        plan.refine ? nullptr : &last);
+    }
     if (!done) {
       const float* keys = cand_keys.get();
       const int32_t* slots = cand_slots.get();
@@ -307,13 +371,15 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
   }
 
   // ---- results ----
-  if (!direct) {
+  if (!direct && !ivf.ids_on_host) {  // straight into the caller's arrays (through staging if pageable)
+    copy_from_device(staging, device, ids, result_i, size_t(results) * sizeof(int64_t), stream);
+    copy_from_device(staging, device, distances, result_d, size_t(results) * sizeof(float), stream);
+  } else if (!direct) {  // slots become ids on the host
     const size_t id_bytes = size_t(results) * sizeof(int64_t), distance_bytes = size_t(results) * sizeof(float);
     std::vector<char> host(id_bytes + distance_bytes);
     copy_from_device(staging, device, host.data(), packed.get(), host.size(), stream);
     auto* host_ids = reinterpret_cast<int64_t*>(host.data());
-    if (ivf.ids_on_host)
-      for (int64_t i = 0; i < results; ++i) host_ids[i] = host_ids[i] < 0 ? -1 : ivf.host_ids[size_t(host_ids[i])];
+    for (int64_t i = 0; i < results; ++i) host_ids[i] = host_ids[i] < 0 ? -1 : ivf.host_ids[size_t(host_ids[i])];
     if (ids_on_device) {
       copy_to_device(staging, device, ids, host_ids, id_bytes, stream);
     } else {

@@ -57,8 +57,7 @@ RowSelectPlan plan_row_select(const SelectLimits& limits, int64_t rows, int64_t 
     plan.warps_per_task *= 2;
   if (plan.chunks > 1) {
     const int64_t entries = rows * plan.chunks * k;
-    plan.workspace_bytes = align_up(entries * 4) * 2 +
-                           align_up(select_workspace_bytes<int32_t>(limits, rows, plan.chunks * k, k));
+    plan.workspace_bytes = align_up(entries * 4) * 2 + align_up(merge_chunks_workspace_bytes(limits, rows, plan.chunks, k));
   }
   return plan;
 }
@@ -82,18 +81,28 @@ bool row_select(const RowSelectInput& input, const RowSelectPlan& plan, const Se
   p.out_keys = chunk_keys;
   p.out_slots = chunk_slots;
   launch_bucket(bucket, p, stream);
+  merge_chunks(chunk_keys, chunk_slots, input.rows, plan.chunks, input.k, limits, merge_workspace, out_keys, out_slots,
+               stream);
+  return false;
+}
+
+int64_t merge_chunks_workspace_bytes(const SelectLimits& limits, int64_t rows, int64_t chunks, int64_t k) {
+  return select_workspace_bytes<int32_t>(limits, rows, chunks * k, k);
+}
+
+void merge_chunks(const float* keys, const int32_t* slots, int64_t rows, int64_t chunks, int64_t k,
+                  const SelectLimits& limits, void* workspace, float* out_keys, int32_t* out_slots, cudaStream_t stream) {
   SelectRequest<int32_t> merge;
-  merge.keys = chunk_keys;
-  merge.ld = plan.chunks * input.k;
-  merge.rows = input.rows;
-  merge.cols = plan.chunks * input.k;
-  merge.k = input.k;
-  merge.ids = chunk_slots;
+  merge.keys = keys;
+  merge.ld = chunks * k;
+  merge.rows = rows;
+  merge.cols = chunks * k;
+  merge.k = k;
+  merge.ids = slots;
   merge.out_keys = out_keys;
   merge.out_ids = out_slots;
   merge.keep_missing_as_sentinel = true;
-  select_rows(merge, limits, merge_workspace, stream);
-  return false;
+  select_rows(merge, limits, workspace, stream);
 }
 
 }  // namespace quiver::gpu

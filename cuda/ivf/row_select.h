@@ -59,6 +59,13 @@ RowSelectPlan plan_row_select(const SelectLimits& limits, int64_t rows, int64_t 
 bool row_select(const RowSelectInput& input, const RowSelectPlan& plan, const SelectLimits& limits, void* workspace,
                 float* out_keys, int32_t* out_slots, cudaStream_t stream, const RowSelectFinal* final = nullptr);
 
+// The second pass of a chunked selection: each row's chunks x k candidates (keys and slots, row r's at
+// r * chunks * k) merged into its k best, as row_select's out_keys / out_slots. The workspace is
+// merge_chunks_workspace_bytes() bytes.
+int64_t merge_chunks_workspace_bytes(const SelectLimits& limits, int64_t rows, int64_t chunks, int64_t k);
+void merge_chunks(const float* keys, const int32_t* slots, int64_t rows, int64_t chunks, int64_t k,
+                  const SelectLimits& limits, void* workspace, float* out_keys, int32_t* out_slots, cudaStream_t stream);
+
 namespace detail {
 
 struct RowSelectParams {

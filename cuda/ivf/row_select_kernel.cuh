@@ -13,6 +13,7 @@
 
 #include "cuda/core/error.h"
 #include "cuda/ivf/row_select.h"
+#include "cuda/ivf/row_select_output.cuh"
 #include "cuda/select/block_merge.cuh"
 #include "cuda/select/network.h"
 #include "cuda/select/warp_lanes.cuh"
@@ -86,8 +87,8 @@ __global__ void __launch_bounds__(kRowSelectThreads) row_select_kernel(const Row
             slot[u] = base + static_cast<int32_t>(pos - seg_start);
           }
         }
-        // One insertion site (the merge networks are inlined where called, and large): a loop that
-        // is not unrolled, picking its pair with static register indices.
+        // One insertion site (offer's merge networks are inlined where called, and large): a loop
+        // that is not unrolled, picking its pair with static register indices.
 #pragma unroll 1
         for (int u = 0; u < kRowSelectUnroll; ++u) {
           float k = key[0];
@@ -97,16 +98,7 @@ __global__ void __launch_bounds__(kRowSelectThreads) row_select_kernel(const Row
             k = u == j ? key[j] : k;
             s = u == j ? slot[j] : s;
           }
-          if (!(k == k)) {  // NaN never enters a queue
-            k = kSentinelKey;
-            s = kMissing;
-          }
-          if (in.slot_filter != nullptr && s != kMissing && ws.accepts(k, s) &&
-              !((__ldg(in.slot_filter + (s >> 5)) >> (s & 31)) & 1u)) {
-            k = kSentinelKey;
-            s = kMissing;
-          }
-          if (ws.insert(k, s)) ws.merge_thread_queues();
+          offer(ws, in.slot_filter, k, s);
         }
       }
       ws.finish();
@@ -121,40 +113,9 @@ __global__ void __launch_bounds__(kRowSelectThreads) row_select_kernel(const Row
     if (!active || sub != 0) continue;
 
     if (p.final.distances != nullptr) {
-      const RowSelectFinal& f = p.final;
-      float norm = 0.f;  // ||x||^2, which IVF-Flat's L2 keys lack
-      if (f.queries != nullptr) {
-        for (int64_t i = lane; i < f.dim; i += kWarpSize) norm = fmaf(f.queries[row * f.dim + i], f.queries[row * f.dim + i], norm);
-#pragma unroll
-        for (int d = kWarpSize / 2; d > 0; d /= 2) norm += __shfl_xor_sync(kFullWarp, norm, d);
-      }
-      float* out_d = f.distances + row * in.k;
-      int64_t* out_i = f.ids + row * in.k;
-#pragma unroll
-      for (int r = 0; r < KR; ++r) {
-        const int64_t e = int64_t(r) * kWarpSize + lane;
-        if (e < in.k) {
-          const int32_t slot = ws.wv[r];
-          if (slot == kMissing) {
-            out_d[e] = f.l2 ? kSentinelKey : -kSentinelKey;
-            out_i[e] = -1;
-          } else {
-            out_d[e] = f.l2 ? fmaxf(ws.wk[r] + norm, 0.f) : -ws.wk[r];
-            out_i[e] = f.slot_ids != nullptr ? f.slot_ids[slot] : int64_t(slot);
-          }
-        }
-      }
+      write_final(ws.wk, ws.wv, p.final, row, in.k, lane);
     } else {
-      float* out_k = p.out_keys + task * in.k;
-      int32_t* out_s = p.out_slots + task * in.k;
-#pragma unroll
-      for (int r = 0; r < KR; ++r) {
-        const int64_t e = int64_t(r) * kWarpSize + lane;
-        if (e < in.k) {
-          out_k[e] = ws.wk[r];
-          out_s[e] = ws.wv[r];
-        }
-      }
+      write_candidates(ws.wk, ws.wv, p.out_keys, p.out_slots, task, in.k, lane);
     }
   }
 }

@@ -32,6 +32,32 @@ __global__ void entry_terms_kernel(const uint8_t* codes, int64_t code_stride, co
   }
 }
 
+// One block per sub-quantizer s (thread c: codeword c), in double: the centre, then the radius.
+__global__ void codebook_bounds_kernel(const float* codebooks, int64_t dsub, float* centres, float* radii) {
+  const int64_t s = blockIdx.x;
+  const float* cb = codebooks + s * kCentroids * dsub;
+  for (int64_t j = threadIdx.x; j < dsub; j += blockDim.x) {
+    double sum = 0;
+    for (int c = 0; c < kCentroids; ++c) sum += cb[c * dsub + j];
+    centres[s * dsub + j] = float(sum / kCentroids);
+  }
+  __syncthreads();
+  __shared__ unsigned int widest;  // bits of a non-negative float: they order as the floats do
+  if (threadIdx.x == 0) widest = 0;
+  __syncthreads();
+  for (int c = threadIdx.x; c < kCentroids; c += blockDim.x) {
+    double d2 = 0;
+    for (int64_t j = 0; j < dsub; ++j) {
+      const double d = double(cb[c * dsub + j]) - double(centres[s * dsub + j]);
+      d2 += d * d;
+    }
+    // Rounded up: the bound must hold for every codeword.
+    atomicMax(&widest, __float_as_uint(__double2float_ru(sqrt(d2))));
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) radii[s] = __uint_as_float(widest);
+}
+
 }  // namespace
 
 void launch_pq_entry_terms(const uint8_t* codes, int64_t code_stride, const int32_t* slots, int64_t first_slot,
@@ -44,15 +70,11 @@ void launch_pq_entry_terms(const uint8_t* codes, int64_t code_stride, const int3
   QV_LAUNCH_CHECK("entry_terms_kernel");
 }
 
-void pq_term3(cublasHandle_t handle, const float* codebooks, int64_t m, int64_t dsub, const float* x, int64_t rows,
-              float alpha, float* term3) {
-  if (rows == 0) return;
-  const float zero = 0.f;
-  // Column-major view: C_m (256 x rows, ld m * 256) = CB_m^T-view (256 x dsub) * X_m (dsub x rows, ld dim).
-  QV_CUBLAS_CHECK(cublasSgemmStridedBatched(
-      handle, CUBLAS_OP_T, CUBLAS_OP_N, kCentroids, static_cast<int>(rows), static_cast<int>(dsub), &alpha, codebooks,
-      static_cast<int>(dsub), int64_t(kCentroids) * dsub, x, static_cast<int>(m * dsub), dsub, &zero, term3,
-      static_cast<int>(m * kCentroids), kCentroids, static_cast<int>(m)));
+void launch_pq_codebook_bounds(const float* codebooks, int64_t m, int64_t dsub, float* bounds, cudaStream_t stream) {
+  if (m == 0) return;
+  codebook_bounds_kernel<<<static_cast<unsigned>(m), kThreads, 0, stream>>>(codebooks, dsub, bounds,
+                                                                            bounds + m * dsub);
+  QV_LAUNCH_CHECK("codebook_bounds_kernel");
 }
 
 }  // namespace quiver::gpu

@@ -3,7 +3,9 @@
 // above 48 KB of shared memory), rotation, few queries over long lists (chunked rows), encoding checked
 // against the nearest sub-quantizer centroids, re-ranking against raw vectors, and float16 tables
 // on data of large magnitude (raw 0..255 values): recall must rise with nprobe. M = 32 and 64 take
-// the rotated scan (float tables for M = 32, 16-bit fixed-point ones with fp16/bf16), rows chunked too.
+// the rotated scan (float tables for M = 32, 16-bit fixed-point ones with fp16/bf16), rows chunked too;
+// 16-bit tables are checked against the reference within their rounding. k <= 128 selects inside
+// the scan, larger k (2048 here) writes rows of distances for row_select.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -53,6 +55,7 @@ TEST(GpuIvfPq, MatchesReference) {
   gpu::Resources& resources = testing::shared_resources();
   const PqCase cases[] = {
       {2000, 32, 10, 8, 50, 10, 3, Metric::l2, false},
+      {2000, 32, 10, 8, 1100, 10, 3, Metric::l2, false},  // enough queries to run in closest-list order
       {2000, 32, 10, 4, 50, 10, 1, Metric::l2, false},
       {2000, 42, 7, 6, 40, 7, 2, Metric::l2, false},
       {2000, 42, 7, 6, 40, 1, 7, Metric::l2, false},
@@ -109,6 +112,53 @@ TEST(GpuIvfPq, RefineReranksWithExactDistances) {
     options.refine_k = 40;
     const int64_t checked = testing::search_and_check(resources, *ivf, model, queries, k, options, 1e-3);
     EXPECT_GE(checked, nq / 2);
+  }
+}
+
+// fp16 / bf16 tables (16-bit fixed point for M = 64, float16 for M = 16, float for M = 32) against the
+// reference, within the tables' rounding: the scan offsets each sub-quantizer by a bound of its
+// entries and scales the widest bound to 65535 (fixed point) or 60000 (half). On data in [-1, 1]
+// (residual codewords in [-2, 2]) a bound is at most 2 |alpha| sqrt(dsub) 4 sqrt(dsub) = 16 dsub, so
+// the M look-ups of an estimate are off by at most 8 dim / 65535 (fixed point, half a step each) or
+// 16 dim / 4096 (half: 2^-12 of 60000 each).
+TEST(GpuIvfPq, SixteenBitTablesMatchReferenceWithinRounding) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  struct Case {
+    int64_t n, dim, nlist, pq_m, nq, k, nprobe;
+    Metric metric;
+    ComputeMode mode;
+  };
+  const Case cases[] = {
+      {1300, 64, 6, 64, 25, 10, 3, Metric::l2, ComputeMode::fp16},
+      {1300, 64, 6, 64, 1100, 10, 3, Metric::l2, ComputeMode::fp16},
+      {1300, 64, 6, 64, 25, 100, 3, Metric::inner_product, ComputeMode::bf16},
+      {6000, 64, 3, 64, 2, 37, 2, Metric::l2, ComputeMode::fp16},  // few queries: chunked rows
+      {1300, 64, 6, 16, 25, 10, 4, Metric::l2, ComputeMode::fp16},
+      {1300, 64, 6, 16, 25, 64, 4, Metric::inner_product, ComputeMode::fp16},
+      {1300, 64, 6, 32, 25, 10, 3, Metric::l2, ComputeMode::bf16},
+  };
+  uint32_t seed = 700;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "M " << c.pq_m << " k " << c.k << " nq " << c.nq << " metric "
+                                      << int(c.metric) << " mode " << int(c.mode));
+    const auto data = testing::uniform_vectors(c.n, c.dim, seed);
+    const auto queries = testing::uniform_vectors(c.nq, c.dim, seed + 1);
+    const HostIvfModel model = testing::make_model(data, c.dim, c.nlist, c.pq_m, c.metric, false, seed);
+    seed += 10;
+    auto ivf = gpu::make_ivf(resources, model.view());
+    std::vector<int64_t> ids(static_cast<size_t>(c.n));
+    for (int64_t i = 0; i < c.n; ++i) ids[i] = i;
+    gpu::ivf_add(resources, *ivf, c.n, data.data(), ids.data(), nullptr);
+    gpu::IvfSearchOptions options;
+    options.nprobe = c.nprobe;
+    options.mode = c.mode;
+    double rounding = 0;
+    if (c.pq_m == 64) rounding = 8.0 * double(c.dim) / 65535.0;
+    if (c.pq_m == 16) rounding = 16.0 * double(c.dim) / 4096.0;
+    const double tol = rounding + 5e-5 * double(c.dim) + 1e-4;
+    const int64_t checked = testing::search_and_check(resources, *ivf, model, queries, c.k, options, tol);
+    EXPECT_GE(checked, c.nq * 3 / 4);
   }
 }
 
