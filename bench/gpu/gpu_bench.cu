@@ -289,7 +289,22 @@ int main(int argc, char** argv) {
       float* keys = nullptr;
       CHECK_CUDA(cudaMalloc(&keys, rows_n * cols * sizeof(float)));
       uniform(keys, rows_n * cols, 5);
-      for (int64_t k : {int64_t(100), int64_t(1000)}) {
+      {  // The ceiling beside it, also printed with --only select: the device copy of the keys.
+        const int64_t count = int64_t(1) << 29;
+        float* b = nullptr;
+        CHECK_CUDA(cudaMalloc(&b, count * sizeof(float)));
+        const int64_t copy = std::min(count, rows_n * cols);
+        const Timing t = time_it(runs, [&] {
+          CHECK_CUDA(cudaMemcpyAsync(b, keys, copy * sizeof(float), cudaMemcpyDeviceToDevice, 0));
+        });
+        report("device copy of the keys (read + write)", "ceiling", t, 2.0 * copy * sizeof(float) / t.median_ms / 1e6,
+               "GB/s");
+        CHECK_CUDA(cudaFree(b));
+      }
+      // Each k with the pre-filter (the workspace select_workspace_bytes asks for) and without it
+      // (no workspace: the plain one-pass selection).
+      for (int64_t k : {int64_t(100), int64_t(1000)})
+      for (bool prefilter : {true, false}) {
         float* out_k = nullptr;
         int32_t* out_i = nullptr;
         CHECK_CUDA(cudaMalloc(&out_k, rows_n * k * sizeof(float)));
@@ -308,12 +323,12 @@ int main(int argc, char** argv) {
         r.out_keys = out_k;
         r.out_ids = out_i;
         const Timing t = time_it(runs, [&] {
-          gpu::select_rows(r, limits, ws, 0);
+          gpu::select_rows(r, limits, prefilter ? ws : nullptr, 0);
           CHECK_CUDA(cudaStreamSynchronize(0));
         });
         char task[96];
-        std::snprintf(task, sizeof task, "k-selection %lld x %lld, k=%lld", (long long)rows_n, (long long)cols,
-                      (long long)k);
+        std::snprintf(task, sizeof task, "k-selection %lld x %lld, k=%lld%s", (long long)rows_n, (long long)cols,
+                      (long long)k, prefilter ? "" : ", no pre-filter");
         report(task, "device", t, double(rows_n) * cols * sizeof(float) / t.median_ms / 1e6, "GB/s");
         cudaFree(ws);
         cudaFree(out_k);
@@ -334,6 +349,11 @@ int main(int argc, char** argv) {
         to_half<<<4096, 256>>>(keys, keys16, rows_n * cols);
         CHECK_CUDA(cudaGetLastError());
         const gpu::SelectLimits limits = resources->limits();
+        const int64_t ws_bytes = gpu::select_workspace_bytes<int32_t>(limits, rows_n, cols, k);
+        void* ws = nullptr;
+        if (ws_bytes > 0) CHECK_CUDA(cudaMalloc(&ws, ws_bytes));
+        // Also continued from the previous result, as the exact search selects each column tile.
+        for (bool continued : {false, true})
         for (bool key16 : {false, true}) {
           gpu::SelectRequest<int32_t> r;
           r.keys = keys;
@@ -348,15 +368,22 @@ int main(int argc, char** argv) {
           r.column_bias = bias;
           r.out_keys = out_k;
           r.out_ids = out_i;
+          r.keep_missing_as_sentinel = true;
+          if (continued) {
+            gpu::select_rows(r, limits, ws, 0);
+            r.prev_keys = out_k;
+            r.prev_ids = out_i;
+          }
           const Timing t = time_it(runs, [&] {
-            gpu::select_rows(r, limits, nullptr, 0);
+            gpu::select_rows(r, limits, ws, 0);
             CHECK_CUDA(cudaStreamSynchronize(0));
           });
           char task[96];
-          std::snprintf(task, sizeof task, "k-selection %lld x %lld, k=%lld, bias, %s keys", (long long)rows_n,
-                        (long long)cols, (long long)k, key16 ? "fp16" : "float");
+          std::snprintf(task, sizeof task, "k-selection %lld x %lld, k=%lld, bias, %s keys%s", (long long)rows_n,
+                        (long long)cols, (long long)k, key16 ? "fp16" : "float", continued ? ", continued" : "");
           report(task, "device", t, double(rows_n) * cols * (key16 ? 2 : 4) / t.median_ms / 1e6, "GB/s");
         }
+        cudaFree(ws);
         cudaFree(keys16);
         cudaFree(bias);
         cudaFree(out_k);

@@ -4,8 +4,11 @@
 #include <algorithm>
 
 #include "cpp/core/error.h"
+#include "cuda/select/select_bias_bound.h"
 #include "cuda/select/select_buckets.h"
 #include "cuda/select/select_launch.h"
+#include "cuda/select/select_prefilter.h"
+#include "cuda/select/select_sample.h"
 
 namespace quiver::gpu {
 
@@ -105,15 +108,53 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 
 
 int64_t align_up(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
+// The second pass's inputs (every chunk's k best), at the workspace's start; 0 with one chunk a row.
+template <typename V>
+int64_t chunk_bytes(const Plan& plan, int64_t rows, int64_t k) {
+  if (plan.chunks == 1) return 0;
+  const int64_t entries = rows * plan.chunks * k;
+  return align_up(entries * int64_t(sizeof(float))) + align_up(entries * int64_t(sizeof(V)));
+}
+
+// The bias bounds of 16-bit keys (select_bias_bound.h), after the chunks' results: only int32 ids
+// take 16-bit keys, and short rows keep reading their bias.
+template <typename V>
+int64_t bias_bound_bytes(int64_t cols) {
+  if (sizeof(V) != sizeof(int32_t) || cols < detail::kBiasBoundMinCols) return 0;
+  return align_up(detail::bias_bound_count(cols) * int64_t(sizeof(float)));
+}
+
+// The threshold pre-filter (select_prefilter.h) serves long rows with one warp and one chunk a row
+// (many rows); its thresholds (a float a row) follow the bias bounds in the workspace.
+template <typename V>
+bool prefilter_shape(const Plan& plan, int64_t rows, int64_t cols, int64_t k) {
+  const int64_t k_cap = kSelectBuckets[plan.bucket].k;
+  return plan.chunks == 1 && plan.warps_per_row == 1 && rows > 0 && k > detail::kPrefilterMinK &&
+         k <= detail::kPrefilterMaxK && cols >= detail::kPrefilterMinCols &&
+         cols >= detail::kPrefilterMinColsPerK * k_cap;
+}
+
+// Thresholds (a float a row), then the rows to select again (a count, then up to `rows` rows).
+template <typename V>
+int64_t prefilter_bytes(const Plan& plan, int64_t rows, int64_t cols, int64_t k) {
+  if (!prefilter_shape<V>(plan, rows, cols, k)) return 0;
+  return align_up(rows * int64_t(sizeof(float))) + align_up((rows + 1) * int64_t(sizeof(int32_t)));
+}
+
+// Also nothing to continue from (the previous k-th key is already a threshold) and no filter (one
+// that drops most keys would make the sample's threshold too low and every row run twice).
+template <typename V>
+bool prefilter_applies(const Plan& plan, const SelectRequest<V>& r) {
+  return prefilter_shape<V>(plan, r.rows, r.cols, r.k) && r.prev_keys == nullptr && r.filter == nullptr;
+}
+
 }  // namespace
 
 template <typename V>
 int64_t select_workspace_bytes(const SelectLimits& limits, int64_t rows, int64_t cols, int64_t k) {
   require(k >= 1 && k <= kMaxSelectK, "k = ", k, " is outside 1 .. ", kMaxSelectK);
   const Plan plan = make_plan<V>(limits, rows, cols, k);
-  if (plan.chunks == 1) return 0;
-  const int64_t entries = rows * plan.chunks * k;
-  return align_up(entries * int64_t(sizeof(float))) + align_up(entries * int64_t(sizeof(V)));
+  return chunk_bytes<V>(plan, rows, k) + bias_bound_bytes<V>(cols) + prefilter_bytes<V>(plan, rows, cols, k);
 }
 
 template <typename V>
@@ -155,6 +196,12 @@ void select_rows(const SelectRequest<V>& r, const SelectLimits& limits, void* wo
   p.filter = r.filter;
   p.filter_bits = r.filter_bits;
   p.prev_scale = scale;
+  // 16-bit keys with a bias: the bias's bounds, if the caller gave the workspace for them.
+  if (key16 && r.column_bias != nullptr && workspace != nullptr && bias_bound_bytes<V>(r.cols) > 0) {
+    auto* bound = reinterpret_cast<float*>(static_cast<char*>(workspace) + chunk_bytes<V>(plan, r.rows, r.k));
+    detail::launch_bias_bound(r.column_bias, r.cols, bound, stream);
+    p.bias_bound = bound;
+  }
 
   if (plan.chunks == 1) {
     p.prev_keys = r.prev_keys;
@@ -163,6 +210,39 @@ void select_rows(const SelectRequest<V>& r, const SelectLimits& limits, void* wo
     p.missing_minus_one = !r.keep_missing_as_sentinel;
     p.out_keys = r.out_keys;
     p.out_ids = r.out_ids;
+    if (workspace != nullptr && prefilter_applies<V>(plan, r)) {
+      char* at = static_cast<char*>(workspace) + chunk_bytes<V>(plan, r.rows, r.k) + bias_bound_bytes<V>(r.cols);
+      auto* seeds = reinterpret_cast<float*>(at);
+      auto* redo = reinterpret_cast<int32_t*>(at + align_up(r.rows * int64_t(sizeof(float))));
+      detail::SampleRequest s{};
+      s.keys = key16 ? nullptr : r.keys;
+      s.keys16 = key16 ? r.keys16 : nullptr;
+      s.bf16 = r.key_format == KeyFormat::bf16;
+      s.ld = r.ld;
+      s.rows = r.rows;
+      s.cols = r.cols;
+      s.bias = r.column_bias;
+      s.in_scale = p.in_scale;
+      s.rank = detail::prefilter_rank(r.cols, r.k);
+      s.thresholds = seeds;
+      s.zero = redo;
+      detail::launch_sample_thresholds(s, stream);
+      p.seeds = seeds;
+      p.redo_count = redo;
+      p.redo_rows = redo + 1;
+      launch_bucket<V>(plan.bucket, p, stream);
+      // The rows whose threshold kept fewer than k keys, again without it (usually none: the
+      // launch reads a count of 0 and ends). Few rows: more warps a row.
+      detail::SelectParams<V> again = p;
+      again.seeds = nullptr;
+      again.redo_count = nullptr;
+      again.redo_rows = nullptr;
+      again.task_rows = redo + 1;
+      again.task_count = redo;
+      again.warps_per_row = warps_per_row<V>(limits, plan.bucket, 1, r.cols);
+      launch_bucket<V>(plan.bucket, again, stream);
+      return;
+    }
     launch_bucket<V>(plan.bucket, p, stream);
     return;
   }
@@ -195,6 +275,8 @@ void select_rows(const SelectRequest<V>& r, const SelectLimits& limits, void* wo
   m.bias = nullptr;
   m.ids = chunk_ids;
   m.id_base = 0;
+  m.bias_bound = nullptr;
+  m.seeds = nullptr;  // (pass 1 is never pre-filtered: its plan has chunks)
   m.filter = nullptr;  // applied in pass 1
   m.filter_bits = 0;
   m.prev_scale = scale;

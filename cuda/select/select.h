@@ -6,6 +6,10 @@
 // several warps per row (when rows are few and long) it is BlockSelect, the warps' queues merged
 // through shared memory at the end. When even that leaves the GPU idle (few rows), each row is also
 // split into chunks selected independently, and a second pass merges the chunks' results.
+//
+// Long rows of many rows first take a threshold from a sample of each row, and offer only keys at or
+// below it (select_prefilter.h); 16-bit keys with a bias reject groups of keys by a bound of the bias
+// taken once per call (select_bias_bound.h). Neither changes a result.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -64,7 +68,11 @@ struct SelectRequest {
   bool keep_missing_as_sentinel = false;
 };
 
-// Device workspace select_rows needs for this shape (0 when one pass is enough).
+// Device workspace select_rows needs for this shape: the second pass's inputs when rows are split,
+// room for the bounds of a 16-bit key path's bias (int32 ids, rows of 1024 columns or more) and for
+// the pre-filter's thresholds (long rows, many of them); 0 when none applies. A caller selecting
+// several shapes with one workspace sizes it for each and takes the largest. Without a workspace
+// (nullptr, for a shape that needs none but these), the selection is the same, only slower.
 template <typename V>
 int64_t select_workspace_bytes(const SelectLimits& limits, int64_t rows, int64_t cols, int64_t k);
 

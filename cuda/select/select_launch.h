@@ -39,6 +39,21 @@ struct SelectParams {
   bool missing_minus_one;
   float* out_keys;  // tasks x k
   V* out_ids;
+  // Threshold pre-filter (select_prefilter.h): per task row, a threshold t (select_sample.h) that
+  // seeds the limit, so only keys at or below it are offered; a task that then finds fewer than k
+  // such keys appends its row to redo_rows (count in *redo_count) instead of writing its result.
+  // nullptr: off. Only with one warp and one chunk a row and no previous result (select.cu decides).
+  const float* seeds;
+  int32_t* redo_count;
+  int32_t* redo_rows;
+  // The selection of those rows again: task t is row task_rows[t], for t < *task_count (tasks is
+  // then only a bound). nullptr: task t is row t.
+  const int32_t* task_rows;
+  const int32_t* task_count;
+  // 16-bit keys with a bias: per slot of 8 columns (index column / 8 of the row), a lower bound of
+  // the bias over them (select_bias_bound.h), so a group of keys is rejected before its bias is read.
+  // nullptr: none (the bias is then read for every group).
+  const float* bias_bound;
 };
 
 template <int KR, int T, typename V>
