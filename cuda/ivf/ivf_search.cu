@@ -28,7 +28,6 @@
 #include "cuda/ivf/ivf_device.h"
 #include "cuda/ivf/ivf_kernels.h"
 #include "cuda/ivf/ivf_storage.h"
-#include "cuda/ivf/query_order.h"
 #include "cuda/ivf/row_select.h"
 #include "cuda/ivf_flat/flat_scan.h"
 #include "cuda/ivf_pq/pq_scan.h"
@@ -49,9 +48,6 @@ constexpr int64_t kTileBudgets = 2;
 // tiles than the overlap gains: synthetic IVF1024,Flat nprobe 4 went 2.96M -> 1.98M QPS.)
 constexpr int64_t kUploadTiles = 4;
 constexpr int64_t kMinUploadTileRows = 2048;
-// IVF-PQ: queries are put in the order of their closest lists from this many a tile on (fewer run
-// at the same time anyway).
-constexpr int64_t kMinOrderedRows = 1024;
 
 int64_t align_floats(int64_t n) { return (n + 63) / 64 * 64; }
 
@@ -62,7 +58,6 @@ struct SearchPlan {
   bool refine = false;
   bool half_tables = false;
   bool scan_selects = false;  // IVF-PQ selecting inside its scan (steps 3 and 4 in one kernel)
-  bool order_queries = false;  // IVF-PQ blocks run in the order of the queries' closest lists
   int64_t pq_chunks = 1;
 };
 
@@ -107,6 +102,7 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
   HostStaging& staging = resources.staging();
   cudaStream_t stream = resources.stream(0);
   const bool l2 = ivf.l2();
+  const bool queries_on_device = memory_kind(queries, device) == MemoryKind::device;
   const bool distances_on_device = memory_kind(distances, device) == MemoryKind::device;
   const bool ids_on_device = memory_kind(ids, device) == MemoryKind::device;
   const bool outputs_on_device = distances_on_device && ids_on_device;
@@ -138,7 +134,7 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
   }
   const int64_t per_query = bytes_per_query(ivf, plan, nprobe, k);
   plan.tile_rows = std::clamp<int64_t>(kTileBudgets * resources.tile_bytes() / per_query, 1, nq);
-  if (plan.scan_selects && memory_kind(queries, device) != MemoryKind::device)
+  if (plan.scan_selects && !queries_on_device)
     plan.tile_rows = std::min(plan.tile_rows, std::max(kMinUploadTileRows, (nq + kUploadTiles - 1) / kUploadTiles));
   const int64_t tiles = (nq + plan.tile_rows - 1) / plan.tile_rows;
   plan.tile_rows = (nq + tiles - 1) / tiles;
@@ -155,6 +151,8 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
     pq.list_size = ivf.size_dev.get();
     pq.codes = ivf.arena.codes.get();
     pq.code_stride = ivf.code_stride;
+    pq.dim = ivf.dim;
+    pq.l2 = l2;
     pq.m = ivf.pq_m;
     pq.dsub = ivf.dsub;
     pq.codebooks = ivf.codebooks.get();
@@ -176,7 +174,6 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
   // ---- inputs ----
   // Host queries are uploaded a tile at a time, so the host's copy of the next tile into pinned
   // staging overlaps the device's work on this one.
-  const bool queries_on_device = memory_kind(queries, device) == MemoryKind::device;
   PoolBuffer<float> query_tile;
   if (!queries_on_device) query_tile = PoolBuffer<float>(pool, tq * ivf.dim);
   PoolBuffer<uint32_t> slot_filter;
@@ -215,13 +212,7 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
   coarse_keys = PoolBuffer<float>(pool, tq * nprobe);
   lists = PoolBuffer<int32_t>(pool, tq * nprobe);
   if (ivf.flat()) seg = PoolBuffer<int32_t>(pool, tq * nprobe);
-  PoolBuffer<char> scan_ws, select_ws, order_ws;
-  PoolBuffer<int32_t> order;
-  plan.order_queries = !ivf.flat() && tq >= kMinOrderedRows;
-  if (plan.order_queries) {
-    order = PoolBuffer<int32_t>(pool, tq);
-    order_ws = PoolBuffer<char>(pool, query_order_workspace_bytes(tq, ivf.nlist));
-  }
+  PoolBuffer<char> scan_ws, select_ws;
   if (ivf.flat()) scan_ws = PoolBuffer<char>(pool, flat_scan_workspace_bytes(tq, nprobe, ivf.nlist));
   if (plan.scan_selects) {
     if (plan.pq_chunks > 1) {
@@ -302,12 +293,6 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
       pq.lists = lists.get();
       pq.coarse_keys = coarse_keys.get();
       pq.queries = xr;
-      pq.dim = ivf.dim;
-      pq.l2 = l2;
-      if (plan.order_queries) {
-        order_by_first_list(lists.get(), nprobe, rows, ivf.nlist, order_ws.get(), order.get(), stream);
-        pq.order = order.get();
-      }
       if (!plan.scan_selects) {
         pq.dist = dist.get();
         launch_pq_scan(pq, stream);

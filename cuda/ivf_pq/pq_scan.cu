@@ -15,8 +15,8 @@ int64_t pq_scan_shared_bytes(int64_t m, int64_t dsub, int64_t code_stride, bool 
   } else {
     table = half_tables ? PlainTable<__half>::bytes(m) : PlainTable<float>::bytes(m);
   }
-  // table_shared's layout: the table (or the merge's queues), the query, the offsets.
-  return align16(table > kMergeBytes ? table : kMergeBytes) + align16(m * dsub * 4) + m * 4;
+  // table_shared's layout: the table region, the query (dim floats), the offsets (m floats).
+  return table_region_bytes(table) + align16(m * dsub * 4) + m * 4;
 }
 
 void launch_pq_scan(const PqScanParams& p, cudaStream_t stream) { launch_for_layout<RowSink>(p, stream); }

@@ -45,7 +45,6 @@ struct PqScanParams {
   int64_t nprobe = 0;
   int64_t chunks = 1;     // per query row
   int64_t chunk_len = 0;  // row positions per chunk
-  const int32_t* order = nullptr;        // block b scans query order[b / chunks] (null: b / chunks)
   const int32_t* lists = nullptr;        // rows x nprobe
   const float* coarse_keys = nullptr;    // rows x nprobe (coarse.h's keys)
   const float* queries = nullptr;        // rows x dim (rotated space)

@@ -30,27 +30,24 @@ __host__ __device__ constexpr int64_t align16(int64_t bytes) { return (bytes + 1
 
 // ---- what every block starts with ----
 
-// Block-wide sum, the same in every thread, in a fixed order (results repeat bit for bit).
-__device__ __forceinline__ float block_sum(float v, float* scratch) {
+// Block-wide reduction by `op` (a sum or a max), the same in every thread, in a fixed order (results
+// repeat bit for bit). `identity`: op's neutral value.
+template <typename Op>
+__device__ __forceinline__ float block_reduce(float v, float* scratch, float identity, Op op) {
 #pragma unroll
-  for (int d = 16; d > 0; d /= 2) v += __shfl_xor_sync(kFullWarp, v, d);
+  for (int d = 16; d > 0; d /= 2) v = op(v, __shfl_xor_sync(kFullWarp, v, d));
   __syncthreads();  // scratch may still be read by an earlier call
   if ((threadIdx.x & 31) == 0) scratch[threadIdx.x / 32] = v;
   __syncthreads();
-  float total = 0.f;
-  for (int w = 0; w < kWarps; ++w) total += scratch[w];
+  float total = identity;
+  for (int w = 0; w < kWarps; ++w) total = op(total, scratch[w]);
   return total;
 }
-
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  return block_reduce(v, scratch, 0.f, [](float a, float b) { return a + b; });
+}
 __device__ __forceinline__ float block_max(float v, float* scratch) {
-#pragma unroll
-  for (int d = 16; d > 0; d /= 2) v = fmaxf(v, __shfl_xor_sync(kFullWarp, v, d));
-  __syncthreads();
-  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x / 32] = v;
-  __syncthreads();
-  float top = 0.f;
-  for (int w = 0; w < kWarps; ++w) top = fmaxf(top, scratch[w]);
-  return top;
+  return block_reduce(v, scratch, 0.f, [](float a, float b) { return fmaxf(a, b); });
 }
 
 // The block's part of its row (the row's length is the sum of its probed lists' sizes), the query's
@@ -65,7 +62,7 @@ struct Segments {
 };
 
 struct RowStart {
-  int64_t row, task, begin, end;  // task: row * chunks + chunk
+  int64_t row, begin, end;  // (the task, row * chunks + chunk, is the block's index)
   float query_term;
   const Segments* segments;  // null: more than kSharedProbes probes
 };
@@ -74,8 +71,6 @@ __device__ __forceinline__ RowStart row_start(const PqScanParams& p, Segments& s
   RowStart r;
   const int64_t chunk = p.chunks == 1 ? 0 : blockIdx.x % p.chunks;
   r.row = p.chunks == 1 ? blockIdx.x : blockIdx.x / p.chunks;
-  if (p.order != nullptr) r.row = p.order[r.row];
-  r.task = r.row * p.chunks + chunk;
   r.begin = chunk * p.chunk_len;
   const int32_t* lists = p.lists + r.row * p.nprobe;
   __shared__ int32_t total;
@@ -146,10 +141,15 @@ struct TableShared {
   float* lo;
 };
 
+// The table's region: the table, or the selecting sink's queue merge, whichever is larger.
+__host__ __device__ constexpr int64_t table_region_bytes(int64_t lut_bytes) {
+  return align16(lut_bytes > kMergeBytes ? lut_bytes : kMergeBytes);
+}
+
 __device__ __forceinline__ TableShared table_shared(unsigned char* shared, int64_t lut_bytes, int64_t dim) {
   TableShared t;
   t.lut = shared;
-  t.x = reinterpret_cast<float*>(shared + align16(lut_bytes > kMergeBytes ? lut_bytes : kMergeBytes));
+  t.x = reinterpret_cast<float*>(shared + table_region_bytes(lut_bytes));
   t.lo = t.x + dim;
   return t;
 }
@@ -448,7 +448,7 @@ struct SelectSink {
     if (p.final.distances != nullptr) {
       detail::write_final(ws.wk, ws.wv, p.final, r.row, p.k, lane);
     } else {
-      detail::write_candidates(ws.wk, ws.wv, p.out_keys, p.out_slots, r.task, p.k, lane);
+      detail::write_candidates(ws.wk, ws.wv, p.out_keys, p.out_slots, blockIdx.x, p.k, lane);
     }
   }
 };

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -133,26 +134,14 @@ __device__ __forceinline__ void issue_group16(float4* keys, float* bounds, const
 // (NaNs ignored; NaN only when all 8 are NaN), then one conversion. Exact: both are exact.
 template <bool KBF>
 __device__ __forceinline__ float slot_extreme(const float4& slot, bool neg) {
-  float lo, hi;
-  if (KBF) {
-    __nv_bfloat162 a, b, c, d;
-    memcpy(&a, &slot.x, 4);
-    memcpy(&b, &slot.y, 4);
-    memcpy(&c, &slot.z, 4);
-    memcpy(&d, &slot.w, 4);
-    const __nv_bfloat162 m = neg ? __hmax2(__hmax2(a, b), __hmax2(c, d)) : __hmin2(__hmin2(a, b), __hmin2(c, d));
-    lo = __low2float(m);
-    hi = __high2float(m);
-  } else {
-    __half2 a, b, c, d;
-    memcpy(&a, &slot.x, 4);
-    memcpy(&b, &slot.y, 4);
-    memcpy(&c, &slot.z, 4);
-    memcpy(&d, &slot.w, 4);
-    const __half2 m = neg ? __hmax2(__hmax2(a, b), __hmax2(c, d)) : __hmin2(__hmin2(a, b), __hmin2(c, d));
-    lo = __low2float(m);
-    hi = __high2float(m);
-  }
+  using Pair = std::conditional_t<KBF, __nv_bfloat162, __half2>;
+  Pair a, b, c, d;
+  memcpy(&a, &slot.x, 4);
+  memcpy(&b, &slot.y, 4);
+  memcpy(&c, &slot.z, 4);
+  memcpy(&d, &slot.w, 4);
+  const Pair m = neg ? __hmax2(__hmax2(a, b), __hmax2(c, d)) : __hmin2(__hmin2(a, b), __hmin2(c, d));
+  const float lo = __low2float(m), hi = __high2float(m);
   return neg ? fmaxf(lo, hi) : fminf(lo, hi);
 }
 

@@ -16,6 +16,7 @@ using testing::clustered_vectors;
 using testing::probing;
 using testing::recall;
 using testing::search;
+using testing::status_of;
 
 constexpr int64_t kN = 3000, kDim = 37, kNq = 100, kNlist = 16, kK = 10;
 
@@ -85,17 +86,6 @@ INSTANTIATE_TEST_SUITE_P(Metrics, IvfFlat,
                                               : info.param == Metric::inner_product ? "InnerProduct"
                                                                                     : "Cosine");
                          });
-
-// The status of running f, ok if it does not throw.
-template <typename F>
-Status status_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.status();
-  }
-  return Status::ok;
-}
 
 TEST(IvfFlatRules, TrainingNeedsEnoughVectorsAndComesFirst) {
   Context context(testing::cpu_options());
@@ -231,15 +221,7 @@ TEST(IvfFlatRules, LargeKPadsMissingResults) {
 TEST(IvfFlatRules, DeterministicWhateverTheThreads) {
   const auto x = clustered_vectors(kN, kDim, 20, 1);
   const auto q = clustered_vectors(kNq, kDim, 20, 2);
-  testing::Results first;
-  for (int threads : {1, 2, 3}) {
-    Context context(testing::cpu_options(threads));
-    auto index = build(context, "IVF16,Flat", kDim, Metric::l2, x);
-    const auto r = search(*index, q, kK, probing(3));
-    if (first.ids.empty()) first = r;
-    EXPECT_EQ(r.ids, first.ids) << threads << " threads";
-    EXPECT_EQ(r.distances, first.distances) << threads << " threads";
-  }
+  testing::expect_same_whatever_the_threads("IVF16,Flat", kDim, x, q, kK, probing(3), {1, 2, 3});
 }
 
 TEST(IvfFlatRules, MemoryCountsTheLists) {

@@ -18,16 +18,7 @@ using testing::build;
 using testing::clustered_vectors;
 using testing::probing;
 using testing::search;
-
-template <typename F>
-Status status_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.status();
-  }
-  return Status::ok;
-}
+using testing::status_of;
 
 TEST(IvfIo, RoundTripGivesIdenticalResults) {
   Context context(testing::cpu_options());

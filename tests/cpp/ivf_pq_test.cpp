@@ -189,15 +189,7 @@ TEST(IvfPqRules, TrainingRules) {
 TEST(IvfPqRules, DeterministicTrainingAndThreads) {
   const auto x = clustered_vectors(kN, kDim, 20, 1);
   const auto q = clustered_vectors(kNq, kDim, 20, 2);
-  testing::Results first;
-  for (int threads : {1, 2}) {
-    Context context(testing::cpu_options(threads));
-    auto index = build(context, "OPQ8,IVF16,PQ8", kDim, Metric::l2, x);
-    const auto r = search(*index, q, kK, probing(4));
-    if (first.ids.empty()) first = r;
-    EXPECT_EQ(r.ids, first.ids) << threads << " threads";
-    EXPECT_EQ(r.distances, first.distances) << threads << " threads";
-  }
+  testing::expect_same_whatever_the_threads("OPQ8,IVF16,PQ8", kDim, x, q, kK, probing(4), {1, 2});
 }
 
 TEST(IvfPqRules, MemoryIsMostlyCodes) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <initializer_list>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -10,7 +11,10 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "cpp/core/context.h"
+#include "cpp/core/error.h"
 #include "cpp/index/factory.h"
 #include "cpp/index/index.h"
 
@@ -81,6 +85,32 @@ inline std::unique_ptr<Index> build(Context& context, const std::string& descrip
   index->train(n, x.data());
   index->add(n, x.data(), ids);
   return index;
+}
+
+// Builds `descriptor` on x once per thread count and expects the same results for q every time.
+inline void expect_same_whatever_the_threads(const std::string& descriptor, int64_t dim, const std::vector<float>& x,
+                                             const std::vector<float>& q, int64_t k, const SearchOptions& options,
+                                             std::initializer_list<int> thread_counts) {
+  Results first;
+  for (int threads : thread_counts) {
+    Context context(cpu_options(threads));
+    auto index = build(context, descriptor, dim, Metric::l2, x);
+    const auto r = search(*index, q, k, options);
+    if (first.ids.empty()) first = r;
+    EXPECT_EQ(r.ids, first.ids) << threads << " threads";
+    EXPECT_EQ(r.distances, first.distances) << threads << " threads";
+  }
+}
+
+// The status of running f, ok if it does not throw.
+template <typename F>
+Status status_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.status();
+  }
+  return Status::ok;
 }
 
 }  // namespace quiver::testing

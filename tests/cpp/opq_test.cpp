@@ -10,17 +10,13 @@
 #include "cpp/core/error.h"
 #include "cpp/quantize/opq.h"
 #include "cpp/quantize/product_quantizer.h"
+#include "quantizer_testing.h"
 #include "reference.h"
 
 namespace quiver {
 namespace {
 
-Context cpu_context(int threads = 2) {
-  ContextOptions options;
-  options.device = DeviceKind::cpu;
-  options.cpu_threads = threads;
-  return Context(options);
-}
+using testing::cpu_context;
 
 // n x dim points of a low-dimensional Gaussian (latent scales 4, 3.5, ..., 0.5) mixed into every
 // dimension by a random matrix, plus a little noise: every PQ sub-space sees all latent directions.
@@ -118,14 +114,8 @@ TEST(Opq, ApplyRotationMatchesFloat64) {
 TEST(Opq, RejectsBadInput) {
   Context context = cpu_context();
   const auto x = testing::random_vectors(300, 12, 1);
-  auto message = [&](int64_t dim, int64_t m, int64_t n) -> std::string {
-    try {
-      train_opq_rotation(context, dim, m, n, x.data(), 1);
-    } catch (const Error& e) {
-      EXPECT_EQ(e.status(), Status::invalid_argument);
-      return e.what();
-    }
-    return "no error";
+  auto message = [&](int64_t dim, int64_t m, int64_t n) {
+    return testing::invalid_argument_message([&] { train_opq_rotation(context, dim, m, n, x.data(), 1); });
   };
   EXPECT_NE(message(12, 5, 300).find("M = 5 does not divide dim = 12"), std::string::npos);
   EXPECT_NE(message(12, 4, 255).find("at least 256 vectors, got 255"), std::string::npos);

@@ -9,18 +9,13 @@
 #include "cpp/quantize/pq_table_kernels.h"
 #include "cpp/quantize/pq_tables.h"
 #include "cpp/quantize/product_quantizer.h"
+#include "quantizer_testing.h"
 #include "reference.h"
 
 namespace quiver {
 namespace {
 
-ProductQuantizer random_pq(int64_t dim, int64_t m, uint32_t seed) {
-  ProductQuantizer pq;
-  pq.dim = dim;
-  pq.m = m;
-  pq.codebooks = testing::random_vectors(m * kPqCentroids, dim / m, seed);
-  return pq;
-}
+using testing::random_pq;
 
 const float* codeword(const ProductQuantizer& pq, int64_t s, int64_t j) {
   return &pq.codebooks[(s * kPqCentroids + j) * pq.dsub()];

@@ -9,25 +9,14 @@
 #include "cpp/core/error.h"
 #include "cpp/quantize/pq_assign.h"
 #include "cpp/quantize/product_quantizer.h"
+#include "quantizer_testing.h"
 #include "reference.h"
 
 namespace quiver {
 namespace {
 
-Context cpu_context(int threads = 2) {
-  ContextOptions options;
-  options.device = DeviceKind::cpu;
-  options.cpu_threads = threads;
-  return Context(options);
-}
-
-ProductQuantizer random_pq(int64_t dim, int64_t m, uint32_t seed) {
-  ProductQuantizer pq;
-  pq.dim = dim;
-  pq.m = m;
-  pq.codebooks = testing::random_vectors(m * kPqCentroids, dim / m, seed);
-  return pq;
-}
+using testing::cpu_context;
+using testing::random_pq;
 
 std::vector<PqAssignFn> assign_kernels() {
   std::vector<PqAssignFn> kernels{pq_assign_portable};
@@ -193,14 +182,8 @@ TEST(PqTrain, ManySubQuantizersOfOneDimensionAndFewDistinctValues) {
 TEST(PqTrain, RejectsBadShapesAndTooFewVectors) {
   Context context = cpu_context();
   auto x = testing::random_vectors(300, 128, 1);
-  auto message = [&](int64_t dim, int64_t m, int64_t n) -> std::string {
-    try {
-      train_product_quantizer(context, dim, m, n, x.data(), 1);
-    } catch (const Error& e) {
-      EXPECT_EQ(e.status(), Status::invalid_argument);
-      return e.what();
-    }
-    return "no error";
+  auto message = [&](int64_t dim, int64_t m, int64_t n) {
+    return testing::invalid_argument_message([&] { train_product_quantizer(context, dim, m, n, x.data(), 1); });
   };
   EXPECT_NE(message(128, 7, 300).find("M = 7 does not divide dim = 128"), std::string::npos);
   EXPECT_NE(message(128, 0, 300).find("M = 0"), std::string::npos);

@@ -92,4 +92,9 @@ inline double exact_value(bool l2, const float* a, const float* b, int64_t dim) 
   return sum;
 }
 
+// Whether a filter (bit j % 8 of byte j / 8; null: everything allowed) allows id j.
+inline bool allowed(const std::vector<uint8_t>* filter, int64_t j) {
+  return !filter || (j >= 0 && j < int64_t(filter->size()) * 8 && (((*filter)[j >> 3] >> (j & 7)) & 1));
+}
+
 }  // namespace quiver::testing

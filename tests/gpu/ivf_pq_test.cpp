@@ -55,7 +55,7 @@ TEST(GpuIvfPq, MatchesReference) {
   gpu::Resources& resources = testing::shared_resources();
   const PqCase cases[] = {
       {2000, 32, 10, 8, 50, 10, 3, Metric::l2, false},
-      {2000, 32, 10, 8, 1100, 10, 3, Metric::l2, false},  // enough queries to run in closest-list order
+      {2000, 32, 10, 8, 1100, 10, 3, Metric::l2, false},  // more queries than one wave of blocks
       {2000, 32, 10, 4, 50, 10, 1, Metric::l2, false},
       {2000, 42, 7, 6, 40, 7, 2, Metric::l2, false},
       {2000, 42, 7, 6, 40, 1, 7, Metric::l2, false},
@@ -80,11 +80,8 @@ TEST(GpuIvfPq, MatchesReference) {
     const auto queries = testing::uniform_vectors(c.nq, c.dim, seed + 1);
     const HostIvfModel model = testing::make_model(data, c.dim, c.nlist, c.pq_m, c.metric, c.rotated, seed);
     seed += 10;
-    auto ivf = gpu::make_ivf(resources, model.view());
+    auto ivf = testing::filled_ivf(resources, model, data);
     EXPECT_EQ(gpu::ivf_code_bytes(*ivf), c.pq_m);
-    std::vector<int64_t> ids(static_cast<size_t>(c.n));
-    for (int64_t i = 0; i < c.n; ++i) ids[i] = i;
-    gpu::ivf_add(resources, *ivf, c.n, data.data(), ids.data(), nullptr);
     check_codes(model, testing::read_contents(resources, *ivf, model), data);
     gpu::IvfSearchOptions options;
     options.nprobe = c.nprobe;
@@ -103,10 +100,7 @@ TEST(GpuIvfPq, RefineReranksWithExactDistances) {
     const auto queries = testing::uniform_vectors(nq, dim, 42);
     HostIvfModel model = testing::make_model(data, dim, 8, 4, metric, true, 43);
     model.keep_raw = true;
-    auto ivf = gpu::make_ivf(resources, model.view());
-    std::vector<int64_t> ids(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) ids[i] = i;
-    gpu::ivf_add(resources, *ivf, n, data.data(), ids.data(), nullptr);
+    auto ivf = testing::filled_ivf(resources, model, data);
     gpu::IvfSearchOptions options;
     options.nprobe = 3;
     options.refine_k = 40;
@@ -146,10 +140,7 @@ TEST(GpuIvfPq, SixteenBitTablesMatchReferenceWithinRounding) {
     const auto queries = testing::uniform_vectors(c.nq, c.dim, seed + 1);
     const HostIvfModel model = testing::make_model(data, c.dim, c.nlist, c.pq_m, c.metric, false, seed);
     seed += 10;
-    auto ivf = gpu::make_ivf(resources, model.view());
-    std::vector<int64_t> ids(static_cast<size_t>(c.n));
-    for (int64_t i = 0; i < c.n; ++i) ids[i] = i;
-    gpu::ivf_add(resources, *ivf, c.n, data.data(), ids.data(), nullptr);
+    auto ivf = testing::filled_ivf(resources, model, data);
     gpu::IvfSearchOptions options;
     options.nprobe = c.nprobe;
     options.mode = c.mode;
@@ -201,10 +192,7 @@ TEST(GpuIvfPq, HalfTablesKeepRecallRisingOnLargeValues) {
   for (int64_t m : {64, 32, 16, 8}) {
     SCOPED_TRACE(::testing::Message() << "M " << m);
     const HostIvfModel model = testing::make_model(data, dim, nlist, m, Metric::l2, false, 53);
-    auto ivf = gpu::make_ivf(resources, model.view());
-    std::vector<int64_t> ids(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) ids[i] = i;
-    gpu::ivf_add(resources, *ivf, n, data.data(), ids.data(), nullptr);
+    auto ivf = testing::filled_ivf(resources, model, data);
     double previous = 0;
     for (int64_t nprobe : {1, 2, 4, 8, 16}) {
       const double full = recall_at_10(resources, *ivf, queries, truth, nprobe, ComputeMode::fp32);

@@ -125,10 +125,7 @@ TEST(GpuIvfStorage, RemoveKeepsOrderAndResults) {
     const auto data = testing::uniform_vectors(s.n, s.dim, 21);
     const auto queries = testing::uniform_vectors(30, s.dim, 22);
     const HostIvfModel model = model_for(s, data);
-    std::vector<int64_t> ids(static_cast<size_t>(s.n));
-    for (int64_t i = 0; i < s.n; ++i) ids[i] = i;
-    auto ivf = gpu::make_ivf(resources, model.view());
-    gpu::ivf_add(resources, *ivf, s.n, data.data(), ids.data(), nullptr);
+    auto ivf = testing::filled_ivf(resources, model, data);
     const Lists before = read_lists(resources, *ivf, s.nlist, s.dim, s.keep_raw);
     std::vector<int64_t> gone;
     for (int64_t i = 0; i < s.n; i += 3) gone.push_back(i);
@@ -278,10 +275,7 @@ TEST(GpuIvfStorage, SmallTilesGiveTheSameResults) {
     const auto data = testing::uniform_vectors(s.n, s.dim, 81);
     const auto queries = testing::uniform_vectors(300, s.dim, 82);
     const HostIvfModel model = model_for(s, data);
-    std::vector<int64_t> ids(static_cast<size_t>(s.n));
-    for (int64_t i = 0; i < s.n; ++i) ids[i] = i;
-    auto ivf = gpu::make_ivf(*tiny, model.view());
-    gpu::ivf_add(*tiny, *ivf, s.n, data.data(), ids.data(), nullptr);
+    auto ivf = testing::filled_ivf(*tiny, model, data);
     gpu::IvfSearchOptions options;
     options.nprobe = 4;
     const double tol = 5e-5 * double(s.dim) + 1e-4;

@@ -199,7 +199,7 @@ inline Reference reference(const HostIvfModel& m, const IndexContents& c, const 
   for (size_t e = 0; e < c.ids.size(); ++e) {
     if (!probed[c.lists[e]]) continue;
     const int64_t id = c.ids[e];
-    if (filter && !(id >= 0 && id < int64_t(filter->size()) * 8 && (((*filter)[id >> 3] >> (id & 7)) & 1))) continue;
+    if (!allowed(filter, id)) continue;
     const double key = key_of(l2, xr.data(), &c.vectors[e * m.dim], m.dim);
     ref.ranking.push_back({key, id});
     ref.key_of_id[id] = key;
@@ -220,6 +220,17 @@ inline Reference reference(const HostIvfModel& m, const IndexContents& c, const 
     std::sort(ref.ranking.begin(), ref.ranking.end());
   }
   return ref;
+}
+
+// A device index of `model` holding `data`, with ids 0 .. n - 1.
+inline gpu::IvfDevicePtr filled_ivf(gpu::Resources& resources, const HostIvfModel& model,
+                                    const std::vector<float>& data) {
+  const int64_t n = int64_t(data.size()) / model.dim;
+  auto ivf = gpu::make_ivf(resources, model.view());
+  std::vector<int64_t> ids(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) ids[i] = i;
+  gpu::ivf_add(resources, *ivf, n, data.data(), ids.data(), nullptr);
+  return ivf;
 }
 
 // Checks one query's k results against its reference: each rank's distance within tol of the

@@ -76,10 +76,6 @@ Problem near_duplicates(int64_t n, int64_t dim, int64_t nq, Metric metric, int64
   return p;
 }
 
-bool allowed(const std::vector<uint8_t>* filter, int64_t j) {
-  return !filter || (j < int64_t(filter->size()) * 8 && (((*filter)[j >> 3] >> (j & 7)) & 1));
-}
-
 // The exact result: nq x k distances and ids, padded with the metric's missing distance and -1.
 void reference(const Problem& p, int64_t k, const std::vector<uint8_t>* filter, std::vector<float>& dist,
                std::vector<int64_t>& ids) {
@@ -90,7 +86,7 @@ void reference(const Problem& p, int64_t k, const std::vector<uint8_t>* filter, 
   for (int64_t q = 0; q < p.nq; ++q) {
     all.clear();
     for (int64_t j = 0; j < p.n; ++j)
-      if (allowed(filter, j)) all.push_back({exact_key(l2, &p.queries[q * p.dim], &p.base[j * p.dim], p.dim), j});
+      if (testing::allowed(filter, j)) all.push_back({exact_key(l2, &p.queries[q * p.dim], &p.base[j * p.dim], p.dim), j});
     const size_t top = std::min(all.size(), size_t(k));
     std::partial_sort(all.begin(), all.begin() + top, all.end());
     for (size_t i = 0; i < top; ++i) {

@@ -80,10 +80,6 @@ Problem clustered_problem(int64_t n, int64_t dim, int64_t nq, Metric metric, uin
   return p;
 }
 
-bool allowed(const std::vector<uint8_t>* filter, int64_t j) {
-  return !filter || (j < int64_t(filter->size()) * 8 && (((*filter)[j >> 3] >> (j & 7)) & 1));
-}
-
 double value(const Problem& p, int64_t q, int64_t j) {
   return testing::exact_value(p.metric == Metric::l2, &p.queries[q * p.dim], &p.base[j * p.dim], p.dim);
 }
@@ -97,7 +93,7 @@ std::vector<std::vector<std::pair<double, int64_t>>> reference(const Problem& p,
   for (int64_t q = 0; q < p.nq; ++q) {
     std::vector<std::pair<double, int64_t>> all;
     for (int64_t j = 0; j < p.n; ++j)
-      if (allowed(filter, j)) all.push_back({l2 ? value(p, q, j) : -value(p, q, j), j});
+      if (testing::allowed(filter, j)) all.push_back({l2 ? value(p, q, j) : -value(p, q, j), j});
     const size_t top = std::min(all.size(), size_t(keep));
     std::partial_sort(all.begin(), all.begin() + top, all.end());
     all.resize(top);
@@ -127,7 +123,7 @@ double check(const Problem& p, int64_t k, const std::vector<std::vector<std::pai
         EXPECT_EQ(got, missing_distance(p.metric)) << "query " << q << " rank " << i;
         continue;
       }
-      if (id < 0 || id >= p.n || !seen.insert(id).second || !allowed(filter, id)) {
+      if (id < 0 || id >= p.n || !seen.insert(id).second || !testing::allowed(filter, id)) {
         ADD_FAILURE() << "query " << q << " rank " << i << ": bad, repeated or filtered id " << id;
         return 0;
       }

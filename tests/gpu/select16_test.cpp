@@ -16,6 +16,7 @@
 #include "cuda/select/select.h"
 #include "cuda/select/warp_select.h"
 #include "gpu_testing.h"
+#include "select_testing.h"
 
 namespace quiver {
 namespace {
@@ -88,13 +89,7 @@ void check(const Case& c, uint32_t seed) {
   r.out_ids = out_i.get();
   gpu::SelectLimits limits = resources.limits();
   if (c.sm_count > 0) limits.sm_count = c.sm_count;
-  {
-    gpu::Session session(resources);
-    const int64_t bytes = gpu::select_workspace_bytes<int32_t>(limits, c.rows, c.cols, c.k);
-    DeviceArray<char> workspace(size_t(std::max<int64_t>(bytes, 1)));
-    gpu::select_rows(r, limits, bytes > 0 ? workspace.get() : nullptr, resources.stream(0));
-    session.finish();
-  }
+  testing::run_select(resources, r, limits);
   const auto got_k = out_k.to_host();
   const auto got_i = out_i.to_host();
   const float in_scale = c.largest ? -key_scale : key_scale;

@@ -11,6 +11,7 @@
 #include "cuda/select/select.h"
 #include "cuda/select/warp_select.h"
 #include "gpu_testing.h"
+#include "select_testing.h"
 
 namespace quiver {
 namespace {
@@ -114,13 +115,7 @@ void check_select(const Shape& s, const Options& o, uint32_t seed) {
   request.out_ids = d_out_ids.get();
   gpu::SelectLimits limits = resources.limits();
   if (o.sm_count > 0) limits.sm_count = o.sm_count;
-  {
-    gpu::Session session(resources);
-    const int64_t bytes = gpu::select_workspace_bytes<V>(limits, s.rows, s.cols, s.k);
-    DeviceArray<char> workspace(size_t(std::max<int64_t>(bytes, 1)));
-    gpu::select_rows(request, limits, bytes > 0 ? workspace.get() : nullptr, resources.stream(0));
-    session.finish();
-  }
+  testing::run_select(resources, request, limits);
   const auto expect = reference<V>(keys, ld, s, o, bias, ids, id_base, filter);
   const auto got_keys = d_out_keys.to_host();
   const auto got_ids = d_out_ids.to_host();
