@@ -144,8 +144,11 @@ struct RowFilter {
 //         kernel on the CUDA cores, slower than an SGEMM search).
 //         base_norms, when given, must be the rows' squared norms to float accuracy (relative
 //         error within dim * 2^-23): the certificate trusts them.
-//   tf32  cuBLAS on the float32 data with TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32: inputs
-//         rounded to 10-bit mantissas, float32 accumulation).
+//   tf32  TF32 tensor cores on the float32 data (10-bit mantissas, float32 accumulation): cuBLAS
+//         (CUBLAS_COMPUTE_32F_FAST_TF32, inputs rounded), or from 256 queries on, with dim a multiple
+//         of 4 up to 128, a base on the device and at most 32 candidates, one kernel that selects
+//         the candidates as it multiplies (cuda/flat/tf32_select.h; inputs truncated). The fp32
+//         mode's TF32 pass runs the same way.
 //   fp16  base and queries converted to IEEE half for each call (also a device-resident base or a
 //         DeviceMatrix's rows: 2 bytes a value of pooled device memory; about 0.2 ms for 1M x 128
 //         on an H200), products on the tensor cores with float32 accumulation. Half holds magnitudes

@@ -20,6 +20,11 @@
 // unproven through the direct pass, which ranks every row by its exact distance. k above
 // kMaxCertifiedK leaves no room for candidates beyond k: the direct pass answers every query.
 //
+// The TF32 pass on a base on the device (dim a multiple of 4 up to 128, kc <= 32, 256 queries or more)
+// is one kernel instead (tf32_select.h): tensor-core products selected where they are computed, each
+// block's splits of the base giving kc candidates per query that one selection merges into the
+// running best. No distance tile is written; the re-rank and the certificate follow as above.
+//
 // A base in host memory larger than the streaming budget (ResourcesOptions::stream_bytes) is not
 // copied whole: each pass streams it through two device chunk buffers, chunk i + 1 copied on the
 // copy stream while chunk i is searched (every query tile against the chunk's base tiles, each query
@@ -33,6 +38,7 @@
 // kernel reads them (bit-identical keys); fp16's range check then happens after the search, still
 // before any output is written.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -46,6 +52,7 @@
 #include "cuda/flat/exact_distances.h"
 #include "cuda/flat/kernels.h"
 #include "cuda/flat/knn_passes.h"
+#include "cuda/flat/tf32_select.h"
 #include "cuda/select/select.h"
 
 namespace quiver::gpu {
@@ -69,6 +76,9 @@ constexpr int64_t kPackedResultBytes = int64_t(1) << 16;
 // fp32 mode: from this many queries on, the TF32 pass (8x the SGEMM rate) pays for its extra read of
 // the base (the residual statistics); below, an SGEMM pass reads the base about as fast.
 constexpr int64_t kMinTf32Queries = 32;
+// The TF32 pass runs as one kernel (tf32_select.h) from this many queries on; below, the cuBLAS
+// tiles are faster (H200, 1M x 128, 100 queries: 0.73 ms against 0.88 ms host to host).
+constexpr int64_t kMinFusedQueries = 256;
 
 constexpr int kChainEvent = 0;    // after the latest selection or finalize
 constexpr int kTileDoneEvent = 1;  // and 2: a query tile's results are final (alternating)
@@ -326,6 +336,13 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
     flags_device = PoolBuffer<uint8_t>(pool, nq);
   }
 
+  // The TF32 pass in one kernel, where it takes the shape: no distance tiles, the splits' candidates
+  // selected into the running best instead.
+  const bool fused = spec.kind == TileKind::tf32 && !streamed && nq >= kMinFusedQueries &&
+                     reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0 &&
+                     tf32_select_fits(device, dim, kc, n);
+  const int64_t splits = fused ? tf32_select_splits(resources.limits(), plan.query_rows, n) : 0;
+
   // ---- buffers of the search ----
   const int64_t column_tiles = (n + plan.columns - 1) / plan.columns;
   const int64_t last_columns = n - (column_tiles - 1) * plan.columns;
@@ -334,6 +351,7 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   int64_t rerank_workspace_bytes = 0;
   for (int64_t rows : {plan.query_rows, last_query_rows}) {
     for (int64_t cols : {plan.columns, last_columns, std::min(plan.columns, chunk_rows % plan.columns)}) {
+      if (fused) cols = splits * kc;
       if (cols > 0)
         workspace_bytes =
             std::max(workspace_bytes, select_workspace_bytes<int32_t>(resources.limits(), rows, cols, kc));
@@ -347,8 +365,15 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   const int64_t tile_align = key16 ? 8 : 4;
   const int64_t tile_entries =
       plan.query_rows * round_up(plan.columns, tile_align) / (key16 ? 2 : 1);
-  tiles[0] = PoolBuffer<float>(pool, tile_entries);
-  tiles[1] = PoolBuffer<float>(pool, tile_entries);
+  PoolBuffer<float> split_keys;  // fused: each query's kc best of each split
+  PoolBuffer<int32_t> split_rows;
+  if (fused) {
+    split_keys = PoolBuffer<float>(pool, plan.query_rows * splits * kc);
+    split_rows = PoolBuffer<int32_t>(pool, plan.query_rows * splits * kc);
+  } else {
+    tiles[0] = PoolBuffer<float>(pool, tile_entries);
+    tiles[1] = PoolBuffer<float>(pool, tile_entries);
+  }
   PoolBuffer<char> workspace(pool, workspace_bytes);
   PoolBuffer<float> best_keys(pool, nq * kc);  // the running kc best of each query
   PoolBuffer<int32_t> best_rows(pool, nq * kc);
@@ -473,6 +498,25 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
     return stream;
   };
 
+  // The fused TF32 pass of queries [q0, q0 + rows) against the whole base, on stream 0.
+  auto search_fused = [&](int64_t q0, int64_t rows) {
+    const uint8_t* filter = sh.filter.bits != nullptr ? sh.filter_copy.get() : nullptr;
+    launch_tf32_select(x + q0 * dim, rows, y, l2 ? y_norms : nullptr, n, dim, kc, l2, filter, sh.filter.nbits, splits,
+                       split_keys.get(), split_rows.get(), s0);
+    SelectRequest<int32_t> request;
+    request.keys = split_keys.get();
+    request.ld = splits * kc;
+    request.rows = rows;
+    request.cols = splits * kc;
+    request.k = kc;
+    request.ids = split_rows.get();
+    request.out_keys = best_keys.get() + q0 * kc;
+    request.out_ids = best_rows.get() + q0 * kc;
+    request.keep_missing_as_sentinel = true;
+    select_rows(request, resources.limits(), workspace.get(), s0);
+    return s0;
+  };
+
   // Streamed re-rank: the candidates' exact keys from the host base. The candidate rows come to the
   // host, their vectors are gathered there and copied into chunk 0 (free once the search is done:
   // `stream` follows the last selection), and the same re-rank kernel reads them there.
@@ -553,8 +597,8 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   if (!streamed) {
     for (int64_t q0 = 0, t = 0; q0 < nq; q0 += plan.query_rows, ++t) {
       const int64_t rows = std::min(plan.query_rows, nq - q0);
-      cudaStream_t stream = nullptr;
-      for (int64_t c0 = 0; c0 < n; c0 += plan.columns) {
+      cudaStream_t stream = fused ? search_fused(q0, rows) : nullptr;
+      for (int64_t c0 = 0; c0 < n && !fused; c0 += plan.columns) {
         stream = search_tile(q0, rows, c0, std::min(plan.columns, n - c0),
                              static_cast<const char*>(gemm_y) + size_t(c0 * depth) * gemm_value_bytes,
                              l2 ? y_norms + c0 : nullptr);

@@ -22,6 +22,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "cuda/core/async_copy.cuh"
 #include "cuda/core/error.h"
 #include "cuda/select/block_merge.cuh"
 #include "cuda/select/select_launch.h"
@@ -56,30 +57,15 @@ constexpr int staging_bytes_per_warp(bool bias) {
   return kStages * kSlotsPerGroup * kWarpSize * kSlotBytes * (bias ? 2 : 1);
 }
 
-__device__ __forceinline__ unsigned shared_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// Copies a whole 16-byte aligned slot. (Partial slots take copy_slot4x4: a 16-byte copy with a smaller
-// source size counts as a 16-byte read for compute-sanitizer, past the end of the last row.)
-__device__ __forceinline__ void copy_slot16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(dst)), "l"(src));
-}
-
-// The same for rows that are not 16-byte aligned: four 4-byte copies.
+// A 16-byte slot of a row that is not 16-byte aligned, or a row's partial last slot: four 4-byte
+// copies (a 16-byte copy with a smaller source size counts as a 16-byte read for compute-sanitizer,
+// past the end of the last row).
 __device__ __forceinline__ void copy_slot4x4(float* dst, const float* src, int valid) {
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(dst + i)),
                  "l"(i < valid ? src + i : src), "r"(i < valid ? 4 : 0));
   }
-}
-
-__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
-
-template <int kPending>
-__device__ __forceinline__ void wait_copies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
 // Starts the copies of one lane's slots of a group, the first at column `col` of the chunk (which

@@ -175,7 +175,7 @@ TEST(GpuKnnModes, MatchFloat64ReferenceOnAwkwardSizes) {
     int64_t n, dim, nq;
   };
   for (Metric metric : {Metric::l2, Metric::inner_product, Metric::cosine}) {
-    for (Shape s : {Shape{3000, 33, 20}, Shape{2500, 100, 9}, Shape{20, 7, 5}, Shape{1, 1, 2}}) {
+    for (Shape s : {Shape{3000, 33, 20}, Shape{2500, 100, 9}, Shape{20, 7, 5}, Shape{1, 1, 2}, Shape{3001, 36, 260}}) {
       const Problem p = uniform_problem(s.n, s.dim, s.nq, metric, seed++);
       const auto ref = reference(p, 1000);
       for (int64_t k : {1, 10, 100, 1000}) {
@@ -204,7 +204,7 @@ TEST(GpuKnnModes, TiesGoToTheSmallerRow) {
   QV_REQUIRE_GPU();
   gpu::Resources& resources = testing::shared_resources();
   for (Metric metric : {Metric::l2, Metric::inner_product}) {
-    Problem p{20000, 4, 30, metric, testing::integer_vectors(20000, 4, 7, 2), testing::integer_vectors(30, 4, 8, 2)};
+    Problem p{20000, 4, 260, metric, testing::integer_vectors(20000, 4, 7, 2), testing::integer_vectors(260, 4, 8, 2)};
     for (int64_t j = 0; j < 200; ++j) std::copy_n(&p.base[j * p.dim], p.dim, &p.base[(p.n - 1 - j) * p.dim]);
     const auto ref = reference(p, 100);
     for (int64_t k : {1, 7, 100}) {
@@ -293,7 +293,7 @@ TEST(GpuKnnModes, AcceptHostDeviceAndPinnedPointers) {
 TEST(GpuKnnModes, RecallOnUniformAndClusteredData) {
   QV_REQUIRE_GPU();
   gpu::Resources& resources = testing::shared_resources();
-  const int64_t n = 20000, dim = 96, nq = 200;
+  const int64_t n = 20000, dim = 96, nq = 300;
   for (bool clustered : {false, true}) {
     for (Metric metric : {Metric::l2, Metric::inner_product, Metric::cosine}) {
       const Problem p = clustered ? clustered_problem(n, dim, nq, metric, 500 + int(metric))

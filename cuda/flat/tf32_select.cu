@@ -1,0 +1,378 @@
+#include "cuda/flat/tf32_select.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "cpp/core/error.h"
+#include "cuda/core/async_copy.cuh"
+#include "cuda/core/error.h"
+#include "cuda/select/network.h"
+#include "cuda/select/warp_lanes.cuh"
+
+namespace quiver::gpu {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / kWarpSize;
+constexpr int kQueries = 128;  // queries per block, in shared memory for the block's life
+constexpr int kRows = 256;     // base rows per tile
+constexpr int kDepth = 32;     // values of each base row per stage (two stages: one copied, one multiplied)
+// Staged rows (queries and base) are padded to a stride of 4 mod 8 floats: the eight lane groups of a
+// fragment load then start in eight different 4-bank groups (no bank conflicts).
+constexpr int kPad = 4;
+constexpr int kStageStride = kDepth + kPad;
+// Warps: 4 along the rows x 2 along the queries, each owning a 64 x 64 sub-tile of m16n8k8 products:
+// 32 independent products per step of 8 values, 128 bytes of fragments read per product.
+constexpr int kWarpRows = 64;
+constexpr int kWarpQueries = 64;
+constexpr int kRowFrags = kWarpRows / 16;
+constexpr int kQueryFrags = kWarpQueries / 8;
+constexpr int kKeysPerThread = kRowFrags * kQueryFrags * 4;
+static_assert((kRows / kWarpRows) * (kQueries / kWarpQueries) == kWarps, "the warps cover the tile");
+static_assert(kKeysPerThread == 128, "a thread's refused keys fit two 64-bit masks");
+constexpr int kRowGroupThreads = kQueries / kWarpQueries * kWarpSize;  // the warps sharing rows
+constexpr int kList = kWarpSize;     // best entries of a query: one register of a warp
+constexpr int kPending = kWarpSize;  // pending entries of a query: one register of a warp
+static_assert(kTf32SelectMaxK == kList, "kTf32SelectMaxK: the best list");
+// A split holds at least this many tiles: each block then amortises its start (the query tile's
+// load, the best lists filling up) over a few tiles.
+constexpr int64_t kMinSplitTiles = 4;
+constexpr int64_t kMaxSplits = 1024;
+// The grid is sized for whole waves: the fewest splits whose blocks fill at least this fraction of
+// the waves they take.
+constexpr double kMinWaveFill = 0.95;
+// Row numbers are int on the device, with room for a split past the last row.
+constexpr int64_t kMaxRows = int64_t(1) << 30;
+constexpr int32_t kNoRow = std::numeric_limits<int32_t>::max();
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t padded_depth(int64_t dim) { return ceil_div(dim, kDepth) * kDepth; }
+
+// Shared memory: the query tile, two base stages, per query the best list (keys, rows), the pending
+// list (keys, rows), the limit and the pending count.
+size_t shared_bytes(int64_t dim) {
+  const int64_t words = kQueries * (padded_depth(dim) + kPad) + 2 * kRows * kStageStride +
+                        kQueries * 2 * (kList + kPending) + kQueries * 2;
+  return size_t(words) * 4;
+}
+
+// d += a b for one m16n8k8 TF32 product: a 16 x 8 (rows x depth), b 8 x 8 (depth x queries); the
+// tensor cores read the top 19 bits of each float.
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// Four 8 x 4-float matrices from shared memory, lane i giving the address of row i % 8 of matrix i / 8:
+// register j of lane l holds matrix j's float (l / 4, l % 4), the layout of an mma TF32 fragment.
+__device__ __forceinline__ void load_matrices(uint32_t (&r)[4], const float* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_address(p)));
+}
+
+// The per-query selection state in shared memory.
+struct QueryLists {
+  float* best_keys;  // kQueries x kList, ascending by (key, row)
+  int32_t* best_rows;
+  float* pending_keys;  // kQueries x kPending, unordered
+  int32_t* pending_rows;
+  float* limits;  // the kc-th best key: what a key must not exceed to be offered
+  int* counts;    // offers to the pending list so far (may exceed kPending: the excess was refused)
+
+  // Merges query q's pending entries into its best list (one warp, all lanes), sets its limit to the
+  // kc-th best and empties the pending list.
+  __device__ __forceinline__ void merge(int q, int kc, int lane) const {
+    using Lanes = WarpLanes<int32_t>;
+    float key = best_keys[q * kList + lane];
+    int32_t row = best_rows[q * kList + lane];
+    const int count = min(counts[q], kPending);
+    float other_key = lane < count ? pending_keys[q * kPending + lane] : __int_as_float(0x7f800000);
+    int32_t other_row = lane < count ? pending_rows[q * kPending + lane] : kNoRow;
+    net::sort_register<Lanes>(other_key, other_row);
+    net::merge_keep_smallest<Lanes, 1, 1>(&key, &row, &other_key, &other_row);
+    best_keys[q * kList + lane] = key;
+    best_rows[q * kList + lane] = row;
+    const float kth = __shfl_sync(kFullWarp, key, kc - 1);
+    __syncwarp();  // every lane has read the count
+    if (lane == 0) {
+      limits[q] = kth;
+      counts[q] = 0;
+    }
+  }
+};
+
+__device__ __forceinline__ bool allowed(const uint8_t* filter, int64_t filter_bits, int row) {
+  return filter == nullptr || (row < filter_bits && ((filter[row >> 3] >> (row & 7)) & 1) != 0);
+}
+
+__global__ void __launch_bounds__(kThreads, 1)
+    tf32_select_kernel(const float* __restrict__ x, int nq, const float* __restrict__ y,
+                       const float* __restrict__ norms, int n, int dim, int kc, bool l2,
+                       const uint8_t* __restrict__ filter, int64_t filter_bits, int split_rows, int splits,
+                       float* __restrict__ out_keys, int32_t* __restrict__ out_rows) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const float kInf = __int_as_float(0x7f800000);
+  extern __shared__ __align__(16) float shared[];
+  const int depth = (dim + kDepth - 1) / kDepth * kDepth;
+  const int x_stride = depth + kPad;
+  float* xs = shared;
+  float* ys = xs + kQueries * x_stride;  // two stages of kRows x kStageStride
+  QueryLists lists;
+  lists.best_keys = ys + 2 * kRows * kStageStride;
+  lists.best_rows = reinterpret_cast<int32_t*>(lists.best_keys + kQueries * kList);
+  lists.pending_keys = reinterpret_cast<float*>(lists.best_rows + kQueries * kList);
+  lists.pending_rows = reinterpret_cast<int32_t*>(lists.pending_keys + kQueries * kPending);
+  lists.limits = reinterpret_cast<float*>(lists.pending_rows + kQueries * kPending);
+  lists.counts = reinterpret_cast<int*>(lists.limits + kQueries);
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid % kWarpSize, warp = tid / kWarpSize;
+  const int group = lane / 4, member = lane % 4;  // the mma fragments' row / column within a lane group
+  const int q0 = static_cast<int>(blockIdx.x) * kQueries;
+  const int split = static_cast<int>(blockIdx.y);
+  const int row_begin = min(n, split * split_rows);
+  const int row_end = min(n, row_begin + split_rows);
+  const int tiles = (row_end - row_begin + kRows - 1) / kRows;
+  const int chunks = depth / kDepth;
+
+  // The next stage to copy: base rows [load_row, load_row + kRows), values [load_col, + kDepth).
+  // The warps of a row group (kWarpRows rows, kRowGroupThreads threads) copy and read only their
+  // own rows, so they wait only for each other (a named barrier) between stages. Each thread copies
+  // one 16-byte column slot of every kCopyRowStep-th row of its group; rows past the split and values
+  // past dim are zeros.
+  constexpr int kSlotsPerRow = kDepth / 4;
+  constexpr int kCopyRowStep = kRowGroupThreads / kSlotsPerRow;
+  const int row_group = warp % (kRows / kWarpRows);
+  const int group_tid = warp / (kRows / kWarpRows) * kWarpSize + lane;
+  const int copy_row = row_group * kWarpRows + group_tid / kSlotsPerRow, copy_col = group_tid % kSlotsPerRow * 4;
+  int load_row = row_begin, load_col = 0;
+  auto load_next = [&](float* stage) {
+    const int rows_left = load_col + copy_col < dim ? row_end - load_row - copy_row : 0;
+    const float* src = y + int64_t(load_row + copy_row) * dim + load_col + copy_col;
+    const int64_t src_step = int64_t(kCopyRowStep) * dim;
+    float* dst = stage + copy_row * kStageStride + copy_col;
+#pragma unroll
+    for (int i = 0; i < kWarpRows / kCopyRowStep; ++i, src += src_step, dst += kCopyRowStep * kStageStride) {
+      if (i * kCopyRowStep < rows_left) {
+        copy_slot16(dst, src);
+      } else {
+        *reinterpret_cast<float4*>(dst) = make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+    }
+    load_col += kDepth;
+    if (load_col == depth) {
+      load_col = 0;
+      load_row += kRows;
+    }
+  };
+  if (tiles > 0) load_next(ys);
+  commit_copies();
+  for (int i = tid; i < kQueries * depth / 4; i += kThreads) {
+    const int q = i / (depth / 4), c = i % (depth / 4) * 4;
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (q0 + q < nq && c < dim) v = *reinterpret_cast<const float4*>(x + int64_t(q0 + q) * dim + c);
+    *reinterpret_cast<float4*>(xs + q * x_stride + c) = v;
+  }
+  for (int i = tid; i < kQueries * kList; i += kThreads) {
+    lists.best_keys[i] = kInf;
+    lists.best_rows[i] = kNoRow;
+  }
+  for (int i = tid; i < kQueries; i += kThreads) {
+    lists.limits[i] = q0 + i < nq ? kInf : -kInf;  // queries past the end take nothing
+    lists.counts[i] = 0;
+  }
+
+  __syncthreads();  // the query tile and the lists are in place
+  const int warp_row = warp % (kRows / kWarpRows) * kWarpRows;
+  const int warp_query = warp / (kRows / kWarpRows) * kWarpQueries;
+  const float alpha = l2 ? -2.f : -1.f;
+  // ldmatrix addresses: A (rows) matrices 0..3 = rows +0 / +8, values +0 / +4; B (queries) matrices
+  // 0..3 = values +0 / +4 of queries +0, then of queries +8 (two fragments).
+  const int matrix = lane / 8, matrix_row = lane % 8;
+  const float* a_base = ys + (warp_row + matrix % 2 * 8 + matrix_row) * kStageStride + matrix / 2 * 4;
+  const float* b_base = xs + (warp_query + matrix / 2 * 8 + matrix_row) * x_stride + matrix % 2 * 4;
+  int stage = 0;
+  for (int tile = 0; tile < tiles; ++tile) {
+    float acc[kRowFrags][kQueryFrags][4];
+#pragma unroll
+    for (int m = 0; m < kRowFrags; ++m)
+#pragma unroll
+      for (int f = 0; f < kQueryFrags; ++f)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[m][f][i] = 0.f;
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+      wait_copies<0>();
+      // The group's stage is in; its other one is no longer read.
+      asm volatile("bar.sync %0, %1;\n" ::"r"(1 + row_group), "n"(kRowGroupThreads));
+      if (load_row < row_end) load_next(ys + (stage ^ 1) * kRows * kStageStride);
+      commit_copies();
+      const float* a_stage = a_base + stage * kRows * kStageStride;
+      const float* b_chunk = b_base + chunk * kDepth;
+#pragma unroll
+      for (int kk = 0; kk < kDepth; kk += 8) {
+        uint32_t a[kRowFrags][4], b[kQueryFrags / 2][4];
+#pragma unroll
+        for (int m = 0; m < kRowFrags; ++m) load_matrices(a[m], a_stage + m * 16 * kStageStride + kk);
+#pragma unroll
+        for (int f = 0; f < kQueryFrags / 2; ++f) load_matrices(b[f], b_chunk + f * 16 * x_stride + kk);
+#pragma unroll
+        for (int m = 0; m < kRowFrags; ++m)
+#pragma unroll
+          for (int f = 0; f < kQueryFrags; ++f) {
+            const uint32_t bf[2] = {b[f / 2][f % 2 * 2], b[f / 2][f % 2 * 2 + 1]};
+            mma_tf32(acc[m][f], a[m], bf);
+          }
+      }
+      stage ^= 1;
+    }
+
+    // ---- the tile's keys: acc[m][f][i] is row warp_row + 16 m + group (+ 8 for i >= 2), query
+    // warp_query + 8 f + 2 member (+ 1 for odd i), as the m16n8 accumulator fragment lays them out ----
+    const int tile_row = row_begin + tile * kRows + warp_row + group;
+    float bias[kRowFrags][2];  // ||y||^2 (L2) or 0; NaN past the split: never offered
+#pragma unroll
+    for (int m = 0; m < kRowFrags; ++m)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = tile_row + 16 * m + 8 * h;
+        bias[m][h] = row < row_end ? (l2 ? __ldg(norms + row) : 0.f) : __int_as_float(0x7fffffff);
+      }
+    // Each key within its query's limit is offered to the pending list; offers beyond its room are
+    // refused and kept in `refused`, to be offered again once full lists have been merged.
+    float limit[kQueryFrags][2];
+    auto load_limits = [&] {
+#pragma unroll
+      for (int f = 0; f < kQueryFrags; ++f)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) limit[f][e] = lists.limits[warp_query + 8 * f + 2 * member + e];
+    };
+    auto offer = [&](int m, int f, int i) {
+      const float key = fmaf(alpha, acc[m][f][i], bias[m][i / 2]);
+      if (!(key <= limit[f][i % 2])) return true;
+      const int row = tile_row + 16 * m + 8 * (i / 2);
+      if (!allowed(filter, filter_bits, row)) return true;
+      const int q = warp_query + 8 * f + 2 * member + i % 2;
+      const int slot = atomicAdd(&lists.counts[q], 1);
+      if (slot >= kPending) return false;
+      lists.pending_keys[q * kPending + slot] = key;
+      lists.pending_rows[q * kPending + slot] = row;
+      return true;
+    };
+    load_limits();
+    uint64_t refused[2] = {0, 0};
+    // A thread's eight keys of one query are offered only when the smallest is within the limit:
+    // after the first tiles, few are.
+#pragma unroll
+    for (int f = 0; f < kQueryFrags; ++f)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float smallest = kInf;
+#pragma unroll
+        for (int m = 0; m < kRowFrags; ++m)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) smallest = fminf(smallest, fmaf(alpha, acc[m][f][2 * h + e], bias[m][h]));
+        if (!(smallest <= limit[f][e])) continue;
+#pragma unroll
+        for (int m = 0; m < kRowFrags; ++m)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int b = (m * kQueryFrags + f) * 4 + 2 * h + e;
+            if (!offer(m, f, 2 * h + e)) refused[b / 64] |= uint64_t(1) << (b % 64);
+          }
+      }
+    // Full pending lists are merged (a warp each); then the refused keys are offered again against
+    // the tighter limits, until none is refused.
+    for (;;) {
+      __syncthreads();  // every offer is in
+      // The warp's queries whose pending list is full (lane l looks at query warp + kWarps l).
+      const bool full = lane < kQueries / kWarps && lists.counts[warp + kWarps * lane] >= kPending;
+      for (unsigned mask = __ballot_sync(kFullWarp, full); mask != 0; mask &= mask - 1)
+        lists.merge(warp + kWarps * (__ffs(mask) - 1), kc, lane);
+      if (!__syncthreads_or((refused[0] | refused[1]) != 0)) break;  // (also: every merge is done)
+      load_limits();
+      const uint64_t again[2] = {refused[0], refused[1]};
+      refused[0] = refused[1] = 0;
+#pragma unroll
+      for (int m = 0; m < kRowFrags; ++m)
+#pragma unroll
+        for (int f = 0; f < kQueryFrags; ++f)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const int b = (m * kQueryFrags + f) * 4 + i;
+            const uint64_t bit = uint64_t(1) << (b % 64);
+            if ((again[b / 64] & bit) != 0 && !offer(m, f, i)) refused[b / 64] |= bit;
+          }
+    }
+  }
+
+  // ---- the last pending entries, then each query's kc best of the split ----
+  __syncthreads();
+  for (int q = warp; q < kQueries && q0 + q < nq; q += kWarps) {
+    if (lists.counts[q] > 0) lists.merge(q, kc, lane);
+    __syncwarp();
+    const int64_t out = (int64_t(q0 + q) * splits + split) * kc;
+    if (lane < kc) {
+      out_keys[out + lane] = lists.best_keys[q * kList + lane];
+      out_rows[out + lane] = lists.best_rows[q * kList + lane];
+    }
+  }
+#else
+  __trap();  // tf32_select_fits refuses devices without TF32 tensor cores
+#endif
+}
+
+}  // namespace
+
+bool tf32_select_fits(int device, int64_t dim, int64_t kc, int64_t n) {
+  if (dim < 4 || dim > kTf32SelectMaxDim || dim % 4 != 0 || kc < 1 || kc > kTf32SelectMaxK || n < 1 ||
+      n > kMaxRows)
+    return false;
+  int major = 0, shared = 0;
+  QV_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  QV_CUDA_CHECK(cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return major >= 8 && shared_bytes(dim) <= size_t(shared);
+}
+
+int64_t tf32_select_splits(const SelectLimits& limits, int64_t nq, int64_t n) {
+  const int64_t query_tiles = ceil_div(nq, kQueries);
+  const int64_t most = std::max<int64_t>(1, std::min(kMaxSplits, ceil_div(n, kMinSplitTiles * kRows)));
+  const int64_t slots = std::max(1, limits.sm_count);  // one block per multiprocessor
+  int64_t best = 1;
+  double best_fill = 0;
+  for (int64_t s = 1; s <= most; ++s) {
+    const int64_t blocks = query_tiles * s;
+    const double fill = double(blocks) / double(ceil_div(blocks, slots) * slots);
+    if (fill >= kMinWaveFill) return s;
+    if (fill > best_fill) {
+      best = s;
+      best_fill = fill;
+    }
+  }
+  return best;
+}
+
+void launch_tf32_select(const float* queries, int64_t nq, const float* base, const float* base_norms, int64_t n,
+                        int64_t dim, int64_t kc, bool l2, const uint8_t* filter, int64_t filter_bits, int64_t splits,
+                        float* keys, int32_t* rows, cudaStream_t stream) {
+  require(nq >= 1 && n >= 1 && splits >= 1 && splits <= kMaxSplits && dim % 4 == 0 && dim <= kTf32SelectMaxDim &&
+              kc >= 1 && kc <= kTf32SelectMaxK && n <= kMaxRows,
+          "tf32_select: nq = ", nq, ", n = ", n, ", dim = ", dim, ", kc = ", kc, ", splits = ", splits,
+          " is not a shape it takes");
+  const size_t shared = shared_bytes(dim);
+  QV_CUDA_CHECK(cudaFuncSetAttribute(tf32_select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(shared)));
+  const int64_t split_rows = ceil_div(ceil_div(n, splits), kRows) * kRows;
+  const dim3 grid(static_cast<unsigned>(ceil_div(nq, kQueries)), static_cast<unsigned>(splits));
+  tf32_select_kernel<<<grid, kThreads, shared, stream>>>(
+      queries, static_cast<int>(nq), base, base_norms, static_cast<int>(n), static_cast<int>(dim),
+      static_cast<int>(kc), l2, filter, filter_bits, static_cast<int>(split_rows), static_cast<int>(splits), keys,
+      rows);
+  QV_LAUNCH_CHECK("tf32_select_kernel");
+}
+
+}  // namespace quiver::gpu

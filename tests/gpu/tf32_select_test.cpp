@@ -1,0 +1,183 @@
+// cuda/flat/tf32_select (the TF32 pass's GEMM and selection in one kernel) against references:
+// small integers (exact in TF32 and in float sums, so keys and ties are exact and the result must
+// be the reference's order by (key, row)), and uniform floats within the TF32 error. Awkward sizes:
+// n and nq not multiples of the 128-row tiles, n below kc, one query, dims not multiples of 32,
+// kc from 1 to 32, filters, inner product, duplicate rows.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "cuda/core/resources.h"
+#include "cuda/flat/tf32_select.h"
+#include "gpu_testing.h"
+
+namespace quiver {
+namespace {
+
+using testing::DeviceArray;
+
+constexpr int32_t kNoRow = std::numeric_limits<int32_t>::max();
+
+struct Case {
+  int64_t n, dim, nq, kc;
+  bool l2 = true;
+  bool filter = false;
+};
+
+struct Result {
+  int64_t splits = 0;
+  std::vector<float> keys;  // nq x splits * kc
+  std::vector<int32_t> rows;
+};
+
+Result run(const Case& c, const std::vector<float>& base, const std::vector<float>& queries,
+           const std::vector<uint8_t>& filter) {
+  gpu::Resources& resources = testing::shared_resources();
+  std::vector<float> norms(size_t(c.n));
+  for (int64_t j = 0; j < c.n; ++j) norms[j] = float(testing::exact_value(false, &base[j * c.dim], &base[j * c.dim], c.dim));
+  DeviceArray<float> y(base), x(queries), y_norms(norms);
+  DeviceArray<uint8_t> bits(filter);
+  Result r;
+  r.splits = gpu::tf32_select_splits(resources.limits(), c.nq, c.n);
+  const size_t out = size_t(c.nq * r.splits * c.kc);
+  DeviceArray<float> keys(out);
+  DeviceArray<int32_t> rows(out);
+  gpu::launch_tf32_select(x.get(), c.nq, y.get(), c.l2 ? y_norms.get() : nullptr, c.n, c.dim, c.kc, c.l2,
+                          c.filter ? bits.get() : nullptr, int64_t(filter.size()) * 8, r.splits, keys.get(),
+                          rows.get(), resources.stream(0));
+  EXPECT_EQ(cudaStreamSynchronize(resources.stream(0)), cudaSuccess);
+  r.keys = keys.to_host();
+  r.rows = rows.to_host();
+  return r;
+}
+
+// The key the kernel computes, in double on TF32-truncated inputs: ||y||^2 - 2 <x, y> or -<x, y>.
+double reference_key(const Case& c, const float* x, const float* y, double y_norm) {
+  auto tf32 = [](float v) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    bits &= ~uint32_t(0x1fff);
+    std::memcpy(&v, &bits, 4);
+    return double(v);
+  };
+  double dot = 0;
+  for (int64_t i = 0; i < c.dim; ++i) dot += tf32(x[i]) * tf32(y[i]);
+  return c.l2 ? y_norm - 2 * dot : -dot;
+}
+
+// Checks every query: each split's list is ascending by (key, row), rows distinct, in range and
+// allowed, keys within `tol` of the reference; the kc best of all splits' entries are the reference's
+// kc best (exactly by (key, row) when tol == 0, else no row left out is closer by more than 2 tol);
+// lists run short only where the rows run out.
+void check(const Case& c, const std::vector<float>& base, const std::vector<float>& queries,
+           const std::vector<uint8_t>& filter, const Result& r, double tol) {
+  const int64_t width = r.splits * c.kc;
+  std::vector<double> norm(size_t(c.n));
+  for (int64_t j = 0; j < c.n; ++j) norm[j] = testing::exact_value(false, &base[j * c.dim], &base[j * c.dim], c.dim);
+  int64_t allowed_rows = 0;
+  for (int64_t j = 0; j < c.n; ++j) allowed_rows += testing::allowed(c.filter ? &filter : nullptr, j) ? 1 : 0;
+  for (int64_t q = 0; q < c.nq; ++q) {
+    SCOPED_TRACE(::testing::Message() << "query " << q);
+    std::vector<std::pair<double, int64_t>> ref;
+    for (int64_t j = 0; j < c.n; ++j)
+      if (testing::allowed(c.filter ? &filter : nullptr, j))
+        ref.emplace_back(reference_key(c, &queries[q * c.dim], &base[j * c.dim], norm[j]), j);
+    std::sort(ref.begin(), ref.end());
+    std::vector<std::pair<double, int64_t>> got;
+    std::vector<bool> seen(size_t(c.n), false);
+    for (int64_t s = 0; s < r.splits; ++s) {
+      for (int64_t e = 0; e < c.kc; ++e) {
+        const float key = r.keys[size_t(q * width + s * c.kc + e)];
+        const int32_t row = r.rows[size_t(q * width + s * c.kc + e)];
+        if (row == kNoRow) {
+          ASSERT_TRUE(std::isinf(key) && key > 0) << "split " << s << " entry " << e;
+          continue;
+        }
+        ASSERT_TRUE(row >= 0 && row < c.n) << row;
+        ASSERT_FALSE(seen[size_t(row)]) << "row " << row << " twice";
+        seen[size_t(row)] = true;
+        ASSERT_TRUE(testing::allowed(c.filter ? &filter : nullptr, row)) << row;
+        const double expected = reference_key(c, &queries[q * c.dim], &base[row * c.dim], norm[size_t(row)]);
+        ASSERT_LE(std::abs(double(key) - expected), tol) << "row " << row;
+        if (e > 0) {
+          const float before = r.keys[size_t(q * width + s * c.kc + e - 1)];
+          const int32_t before_row = r.rows[size_t(q * width + s * c.kc + e - 1)];
+          ASSERT_TRUE(before < key || (before == key && before_row < row)) << "split " << s << " entry " << e;
+        }
+        got.emplace_back(key, row);
+      }
+    }
+    std::sort(got.begin(), got.end());
+    const int64_t expect = std::min(c.kc, allowed_rows);
+    ASSERT_GE(int64_t(got.size()), expect);
+    if (tol == 0) {
+      for (int64_t e = 0; e < expect; ++e) ASSERT_EQ(got[size_t(e)], ref[size_t(e)]) << "rank " << e;
+    } else {
+      const double kth = got[size_t(expect - 1)].first;
+      for (int64_t e = 0; e < expect; ++e)
+        if (!seen[size_t(ref[size_t(e)].second)]) ASSERT_GE(ref[size_t(e)].first, kth - 2 * tol) << "rank " << e;
+    }
+  }
+}
+
+std::vector<uint8_t> random_filter(int64_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::vector<uint8_t> bits(size_t((n + 7) / 8 - 3));  // bits stop before n
+  for (auto& b : bits) b = uint8_t(gen() & gen());  // about a quarter of the rows allowed
+  return bits;
+}
+
+TEST(GpuTf32Select, ExactOnSmallIntegersWithTies) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  uint32_t seed = 40;
+  for (Case c : {Case{1000, 4, 130, 32}, Case{5003, 36, 257, 26}, Case{777, 100, 64, 32}, Case{300, 128, 129, 31},
+                 Case{20, 12, 70, 32}, Case{2000, 128, 1, 1}, Case{3001, 20, 100, 17, true, true},
+                 Case{4000, 64, 65, 10, false}, Case{2500, 8, 150, 32, false, true}}) {
+    SCOPED_TRACE(::testing::Message() << "n " << c.n << " dim " << c.dim << " nq " << c.nq << " kc " << c.kc
+                                      << (c.l2 ? " l2" : " ip") << (c.filter ? " filter" : ""));
+    ASSERT_TRUE(gpu::tf32_select_fits(resources.device(), c.dim, c.kc, c.n));
+    std::vector<float> base = testing::integer_vectors(c.n, c.dim, seed++, 2);
+    const std::vector<float> queries = testing::integer_vectors(c.nq, c.dim, seed++, 2);
+    // Duplicate rows: the first rows again at the end.
+    for (int64_t j = 0; j < std::min<int64_t>(40, c.n / 2); ++j)
+      std::copy_n(&base[j * c.dim], c.dim, &base[(c.n - 1 - j) * c.dim]);
+    const std::vector<uint8_t> filter = c.filter ? random_filter(c.n, seed++) : std::vector<uint8_t>();
+    check(c, base, queries, filter, run(c, base, queries, filter), 0);
+  }
+}
+
+TEST(GpuTf32Select, UniformFloatsWithinTheTf32Error) {
+  QV_REQUIRE_GPU();
+  for (Case c : {Case{20000, 128, 300, 32}, Case{9000, 96, 77, 32, false}}) {
+    SCOPED_TRACE(::testing::Message() << "n " << c.n << " dim " << c.dim);
+    const std::vector<float> base = testing::uniform_vectors(c.n, c.dim, 5);
+    const std::vector<float> queries = testing::uniform_vectors(c.nq, c.dim, 6);
+    // Either rounding of the inputs to TF32 (2^-11 relative each, truncation 2^-10) on products
+    // whose magnitudes sum to about dim / 4, doubled for L2, plus float accumulation: under
+    // dim / 1000.
+    const double tol = 1e-3 * double(c.dim);
+    check(c, base, queries, {}, run(c, base, queries, {}), tol);
+  }
+}
+
+TEST(GpuTf32Select, RefusesShapesItDoesNotTake) {
+  QV_REQUIRE_GPU();
+  const int device = testing::shared_resources().device();
+  EXPECT_TRUE(gpu::tf32_select_fits(device, 128, 32, 1000));
+  EXPECT_FALSE(gpu::tf32_select_fits(device, 132, 32, 1000));  // dim above 128
+  EXPECT_FALSE(gpu::tf32_select_fits(device, 33, 32, 1000));   // rows not 16-byte multiples
+  EXPECT_FALSE(gpu::tf32_select_fits(device, 32, 33, 1000));   // kc above 32
+  EXPECT_FALSE(gpu::tf32_select_fits(device, 32, 0, 1000));
+  EXPECT_FALSE(gpu::tf32_select_fits(device, 32, 10, 0));
+}
+
+}  // namespace
+}  // namespace quiver
