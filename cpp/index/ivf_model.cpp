@@ -116,8 +116,11 @@ IvfModel train_ivf_model(Context& context, const IvfSpec& spec, Metric metric, i
     for (int64_t i = 0; i < n_quantizer; ++i)
       for (int64_t d = 0; d < dim; ++d)
         residuals[i * dim + d] = train[i * dim + d] - model.centroids[labels[i] * dim + d];
+    PqTrainingOptions pq_options;
+    pq_options.iterations = kPqIterations;
+    pq_options.max_training_vectors = kPqTrainingVectors;
     model.pq = train_product_quantizer(context, dim, spec.pq_m, n_quantizer, residuals.data(),
-                                       kIvfTrainingSeed + kPqSeedOffset);
+                                       kIvfTrainingSeed + kPqSeedOffset, pq_options);
   }
   return model;
 }

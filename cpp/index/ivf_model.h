@@ -25,8 +25,11 @@ namespace quiver {
 // OPQ rotation on at most kPqTrainingVectors.
 constexpr int64_t kCoarseTrainingPerList = 256;
 constexpr int64_t kPqTrainingVectors = 65536;
-// Lloyd iterations of the coarse k-means: as Faiss's IVF training, which finds little to gain beyond.
-constexpr int64_t kCoarseIterations = 10;
+// Lloyd iterations of the coarse k-means and of each PQ sub-space's k-means: twice Faiss's 10 and 25.
+// On synth-1m-128, IVF1024,PQ64, mean of 4 training seeds, this raised recall@10 by 0.006 at nprobe 1
+// and 0.002 at nprobe 4 (above Faiss's own training), for about twice the training time.
+constexpr int64_t kCoarseIterations = 20;
+constexpr int64_t kPqIterations = 50;
 // Every seed of training derives from this one: training is deterministic.
 constexpr uint64_t kIvfTrainingSeed = 1234;
 
