@@ -102,6 +102,16 @@ void launch_fill_missing(float* distances, int64_t* ids, int64_t count, float va
   QV_LAUNCH_CHECK("fill_missing_kernel");
 }
 
+void fill_missing_results(float* distances, int64_t* ids, int64_t count, float value, bool outputs_on_device,
+                          cudaStream_t stream) {
+  if (outputs_on_device) {
+    launch_fill_missing(distances, ids, count, value, stream);
+  } else {
+    std::fill(distances, distances + count, value);
+    std::fill(ids, ids + count, int64_t{-1});
+  }
+}
+
 void launch_gather_rows(const float* x, int64_t dim, const int64_t* rows, int64_t n, float* out,
                         cudaStream_t stream) {
   if (n == 0) return;

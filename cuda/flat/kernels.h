@@ -21,6 +21,10 @@ void launch_finalize(const float* keys, const int32_t* rows_in, int64_t rows, in
 
 // distances[i] = value, ids[i] = -1 for count entries.
 void launch_fill_missing(float* distances, int64_t* ids, int64_t count, float value, cudaStream_t stream);
+// The same for the results of a search with nothing to find: on the device (launch_fill_missing on
+// `stream`) when both outputs are device memory, else in host memory.
+void fill_missing_results(float* distances, int64_t* ids, int64_t count, float value, bool outputs_on_device,
+                          cudaStream_t stream);
 
 // out row i = x row rows[i], for n rows of dim floats (device arrays).
 void launch_gather_rows(const float* x, int64_t dim, const int64_t* rows, int64_t n, float* out,

@@ -349,12 +349,16 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   const int64_t last_query_rows = nq - (nq - 1) / plan.query_rows * plan.query_rows;
   int64_t workspace_bytes = 0;
   int64_t rerank_workspace_bytes = 0;
+  auto select_workspace = [&](int64_t rows, int64_t cols) {
+    if (cols > 0)
+      workspace_bytes = std::max(workspace_bytes, select_workspace_bytes<int32_t>(resources.limits(), rows, cols, kc));
+  };
   for (int64_t rows : {plan.query_rows, last_query_rows}) {
-    for (int64_t cols : {plan.columns, last_columns, std::min(plan.columns, chunk_rows % plan.columns)}) {
-      if (fused) cols = splits * kc;
-      if (cols > 0)
-        workspace_bytes =
-            std::max(workspace_bytes, select_workspace_bytes<int32_t>(resources.limits(), rows, cols, kc));
+    if (fused) {
+      select_workspace(rows, splits * kc);  // the splits' candidates
+    } else {
+      for (int64_t cols : {plan.columns, last_columns, std::min(plan.columns, chunk_rows % plan.columns)})
+        select_workspace(rows, cols);
     }
     if (!direct)
       rerank_workspace_bytes =
@@ -597,11 +601,15 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   if (!streamed) {
     for (int64_t q0 = 0, t = 0; q0 < nq; q0 += plan.query_rows, ++t) {
       const int64_t rows = std::min(plan.query_rows, nq - q0);
-      cudaStream_t stream = fused ? search_fused(q0, rows) : nullptr;
-      for (int64_t c0 = 0; c0 < n && !fused; c0 += plan.columns) {
-        stream = search_tile(q0, rows, c0, std::min(plan.columns, n - c0),
-                             static_cast<const char*>(gemm_y) + size_t(c0 * depth) * gemm_value_bytes,
-                             l2 ? y_norms + c0 : nullptr);
+      cudaStream_t stream = nullptr;
+      if (fused) {
+        stream = search_fused(q0, rows);
+      } else {
+        for (int64_t c0 = 0; c0 < n; c0 += plan.columns) {
+          stream = search_tile(q0, rows, c0, std::min(plan.columns, n - c0),
+                               static_cast<const char*>(gemm_y) + size_t(c0 * depth) * gemm_value_bytes,
+                               l2 ? y_norms + c0 : nullptr);
+        }
       }
       finish_query_tile(q0, rows, t, stream);
     }
@@ -814,13 +822,10 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
   const int device = resources.device();
   const bool l2 = metric == Metric::l2;
   if (n == 0) {
-    const float missing = missing_distance(metric);
-    if (memory_kind(distances, device) == MemoryKind::device && memory_kind(ids, device) == MemoryKind::device) {
-      launch_fill_missing(distances, ids, nq * k, missing, resources.stream(0));
-    } else {
-      std::fill(distances, distances + nq * k, missing);
-      std::fill(ids, ids + nq * k, int64_t{-1});
-    }
+    fill_missing_results(distances, ids, nq * k, missing_distance(metric),
+                         memory_kind(distances, device) == MemoryKind::device &&
+                             memory_kind(ids, device) == MemoryKind::device,
+                         resources.stream(0));
     session.finish();
     return;
   }

@@ -48,12 +48,19 @@ constexpr int64_t kMaxRows = int64_t(1) << 30;
 constexpr int32_t kNoRow = std::numeric_limits<int32_t>::max();
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t padded_depth(int64_t dim) { return ceil_div(dim, kDepth) * kDepth; }
+// Row values the kernel multiplies: dim rounded up to whole stages (the rest zeros).
+__host__ __device__ constexpr int padded_depth(int dim) { return (dim + kDepth - 1) / kDepth * kDepth; }
+
+// The shapes the kernel takes, device aside (tf32_select.h).
+bool shape_fits(int64_t dim, int64_t kc, int64_t n) {
+  return dim >= 4 && dim <= kTf32SelectMaxDim && dim % 4 == 0 && kc >= 1 && kc <= kTf32SelectMaxK && n >= 1 &&
+         n <= kMaxRows;
+}
 
 // Shared memory: the query tile, two base stages, per query the best list (keys, rows), the pending
 // list (keys, rows), the limit and the pending count.
 size_t shared_bytes(int64_t dim) {
-  const int64_t words = kQueries * (padded_depth(dim) + kPad) + 2 * kRows * kStageStride +
+  const int64_t words = kQueries * (padded_depth(static_cast<int>(dim)) + kPad) + 2 * kRows * kStageStride +
                         kQueries * 2 * (kList + kPending) + kQueries * 2;
   return size_t(words) * 4;
 }
@@ -118,7 +125,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const float kInf = __int_as_float(0x7f800000);
   extern __shared__ __align__(16) float shared[];
-  const int depth = (dim + kDepth - 1) / kDepth * kDepth;
+  const int depth = padded_depth(dim);
   const int x_stride = depth + kPad;
   float* xs = shared;
   float* ys = xs + kQueries * x_stride;  // two stages of kRows x kStageStride
@@ -329,9 +336,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 }  // namespace
 
 bool tf32_select_fits(int device, int64_t dim, int64_t kc, int64_t n) {
-  if (dim < 4 || dim > kTf32SelectMaxDim || dim % 4 != 0 || kc < 1 || kc > kTf32SelectMaxK || n < 1 ||
-      n > kMaxRows)
-    return false;
+  if (!shape_fits(dim, kc, n)) return false;
   int major = 0, shared = 0;
   QV_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   QV_CUDA_CHECK(cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
@@ -359,8 +364,7 @@ int64_t tf32_select_splits(const SelectLimits& limits, int64_t nq, int64_t n) {
 void launch_tf32_select(const float* queries, int64_t nq, const float* base, const float* base_norms, int64_t n,
                         int64_t dim, int64_t kc, bool l2, const uint8_t* filter, int64_t filter_bits, int64_t splits,
                         float* keys, int32_t* rows, cudaStream_t stream) {
-  require(nq >= 1 && n >= 1 && splits >= 1 && splits <= kMaxSplits && dim % 4 == 0 && dim <= kTf32SelectMaxDim &&
-              kc >= 1 && kc <= kTf32SelectMaxK && n <= kMaxRows,
+  require(nq >= 1 && splits >= 1 && splits <= kMaxSplits && shape_fits(dim, kc, n),
           "tf32_select: nq = ", nq, ", n = ", n, ", dim = ", dim, ", kc = ", kc, ", splits = ", splits,
           " is not a shape it takes");
   const size_t shared = shared_bytes(dim);

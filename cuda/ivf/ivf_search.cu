@@ -108,13 +108,7 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
   const bool outputs_on_device = distances_on_device && ids_on_device;
 
   if (ivf.count == 0) {
-    const float missing = missing_distance(ivf.metric);
-    if (outputs_on_device) {
-      launch_fill_missing(distances, ids, nq * k, missing, stream);
-    } else {
-      std::fill(distances, distances + nq * k, missing);
-      std::fill(ids, ids + nq * k, int64_t{-1});
-    }
+    fill_missing_results(distances, ids, nq * k, missing_distance(ivf.metric), outputs_on_device, stream);
     session.finish();
     return;
   }

@@ -37,12 +37,17 @@ struct Result {
   std::vector<int32_t> rows;
 };
 
-Result run(const Case& c, const std::vector<float>& base, const std::vector<float>& queries,
-           const std::vector<uint8_t>& filter) {
+// The base rows' squared norms, in double.
+std::vector<double> squared_norms(const Case& c, const std::vector<float>& base) {
+  std::vector<double> norms(size_t(c.n));
+  for (int64_t j = 0; j < c.n; ++j) norms[j] = testing::exact_value(false, &base[j * c.dim], &base[j * c.dim], c.dim);
+  return norms;
+}
+
+Result run(const Case& c, const std::vector<float>& base, const std::vector<double>& norms,
+           const std::vector<float>& queries, const std::vector<uint8_t>& filter) {
   gpu::Resources& resources = testing::shared_resources();
-  std::vector<float> norms(size_t(c.n));
-  for (int64_t j = 0; j < c.n; ++j) norms[j] = float(testing::exact_value(false, &base[j * c.dim], &base[j * c.dim], c.dim));
-  DeviceArray<float> y(base), x(queries), y_norms(norms);
+  DeviceArray<float> y(base), x(queries), y_norms(std::vector<float>(norms.begin(), norms.end()));
   DeviceArray<uint8_t> bits(filter);
   Result r;
   r.splits = gpu::tf32_select_splits(resources.limits(), c.nq, c.n);
@@ -76,11 +81,9 @@ double reference_key(const Case& c, const float* x, const float* y, double y_nor
 // allowed, keys within `tol` of the reference; the kc best of all splits' entries are the reference's
 // kc best (exactly by (key, row) when tol == 0, else no row left out is closer by more than 2 tol);
 // lists run short only where the rows run out.
-void check(const Case& c, const std::vector<float>& base, const std::vector<float>& queries,
-           const std::vector<uint8_t>& filter, const Result& r, double tol) {
+void check(const Case& c, const std::vector<float>& base, const std::vector<double>& norm,
+           const std::vector<float>& queries, const std::vector<uint8_t>& filter, const Result& r, double tol) {
   const int64_t width = r.splits * c.kc;
-  std::vector<double> norm(size_t(c.n));
-  for (int64_t j = 0; j < c.n; ++j) norm[j] = testing::exact_value(false, &base[j * c.dim], &base[j * c.dim], c.dim);
   int64_t allowed_rows = 0;
   for (int64_t j = 0; j < c.n; ++j) allowed_rows += testing::allowed(c.filter ? &filter : nullptr, j) ? 1 : 0;
   for (int64_t q = 0; q < c.nq; ++q) {
@@ -150,7 +153,8 @@ TEST(GpuTf32Select, ExactOnSmallIntegersWithTies) {
     for (int64_t j = 0; j < std::min<int64_t>(40, c.n / 2); ++j)
       std::copy_n(&base[j * c.dim], c.dim, &base[(c.n - 1 - j) * c.dim]);
     const std::vector<uint8_t> filter = c.filter ? random_filter(c.n, seed++) : std::vector<uint8_t>();
-    check(c, base, queries, filter, run(c, base, queries, filter), 0);
+    const std::vector<double> norms = squared_norms(c, base);
+    check(c, base, norms, queries, filter, run(c, base, norms, queries, filter), 0);
   }
 }
 
@@ -164,7 +168,8 @@ TEST(GpuTf32Select, UniformFloatsWithinTheTf32Error) {
     // whose magnitudes sum to about dim / 4, doubled for L2, plus float accumulation: under
     // dim / 1000.
     const double tol = 1e-3 * double(c.dim);
-    check(c, base, queries, {}, run(c, base, queries, {}), tol);
+    const std::vector<double> norms = squared_norms(c, base);
+    check(c, base, norms, queries, {}, run(c, base, norms, queries, {}), tol);
   }
 }
 
