@@ -163,10 +163,10 @@ struct RowFilter {
 //   bf16  as fp16 with bfloat16: the float32 range, 8-bit mantissas; never refused. Its
 //         approximate distances are bfloat16 values (8-bit mantissas), streamed base included.
 // The fast modes (tf32, fp16, bf16) select an enlarged candidate set per query,
-// knn_candidate_count(k) rows, by the approximate distances, then re-rank the candidates by exact
-// distance, closest first, ties to the smaller row, without a certificate: a true neighbour is
-// missed where its approximate rank falls beyond the candidate set (recall@k against fp32:
-// bench/gpu/NOTES.md).
+// knn_candidate_count(k) rows (tf32: tf32_candidate_count(k)), by the approximate distances, then
+// re-rank the candidates by exact distance, closest first, ties to the smaller row, without a
+// certificate: a true neighbour is missed where its approximate rank falls beyond the candidate set
+// (recall@k against fp32: bench/gpu/NOTES.md).
 using ComputeMode = quiver::ComputeMode;  // cpp/core/compute_mode.h
 
 // The candidates a fast mode re-ranks for k: the k-selection's queue size (a power of two from 32
@@ -174,6 +174,11 @@ using ComputeMode = quiver::ComputeMode;  // cpp/core/compute_mode.h
 // k = 2048 none extra (its recall may then fall below the fp32 result's). Throws invalid_argument
 // for k outside 1 .. 2048.
 int64_t knn_candidate_count(int64_t k);
+
+// The tf32 mode's candidates: max(2k, k + 16) itself where the fused TF32 kernel takes it (up to
+// 32: there a rounded-up set only loosens the kernel's limit and lets more keys in, at a cost), else
+// knn_candidate_count(k).
+int64_t tf32_candidate_count(int64_t k);
 
 // Exact k nearest neighbours of nq queries among n base rows (dim floats each), by GEMMs on cuBLAS,
 // a fused k-selection and an exact re-rank (see ComputeMode).

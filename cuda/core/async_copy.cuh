@@ -15,6 +15,11 @@ __device__ __forceinline__ void copy_slot16(void* dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(dst)), "l"(src));
 }
 
+// Copies 4 bytes (both addresses 4-byte aligned).
+__device__ __forceinline__ void copy_word4(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(shared_address(dst)), "l"(src));
+}
+
 // Ends the group of copies this thread started since the last commit.
 __device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
 

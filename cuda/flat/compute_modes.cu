@@ -8,6 +8,7 @@
 
 #include "cpp/core/error.h"
 #include "cuda/core/error.h"
+#include "cuda/flat/tf32_select.h"
 #include "cuda/select/select.h"
 #include "cuda/select/warp_lanes.cuh"
 #include "cuda/select/warp_select.h"
@@ -61,16 +62,30 @@ __global__ void to_half_kernel(const float* x, int64_t n, int64_t dim, int64_t l
 
 }  // namespace
 
-int64_t knn_candidate_count(int64_t k) {
+namespace {
+
+// The margin the measured recall needs (bench/gpu/NOTES.md).
+int64_t wanted_candidates(int64_t k) {
   require(k >= 1 && k <= kMaxSelectK, "k = ", k, " is outside 1 .. ", kMaxSelectK);
-  // A power of two from the smallest queue: selecting the whole queue costs about what selecting k
-  // of it does, and the margin is what the measured recall needs (bench/gpu/NOTES.md).
-  constexpr int64_t kMinCandidates = 32;
   constexpr int64_t kMinMargin = 16;
-  const int64_t wanted = std::max(2 * k, k + kMinMargin);
+  return std::max(2 * k, k + kMinMargin);
+}
+
+}  // namespace
+
+int64_t knn_candidate_count(int64_t k) {
+  // A power of two from the smallest queue: selecting the whole queue costs about what selecting k
+  // of it does.
+  constexpr int64_t kMinCandidates = 32;
+  const int64_t wanted = wanted_candidates(k);
   int64_t kc = kMinCandidates;
   while (kc < wanted && kc < kMaxSelectK) kc *= 2;
   return kc;
+}
+
+int64_t tf32_candidate_count(int64_t k) {
+  const int64_t wanted = wanted_candidates(k);
+  return wanted <= kTf32SelectMaxK ? wanted : knn_candidate_count(k);
 }
 
 void launch_to_half(const float* x, int64_t n, int64_t dim, ComputeMode mode, void* out, int* overflow,

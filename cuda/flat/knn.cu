@@ -79,6 +79,9 @@ constexpr int64_t kMinTf32Queries = 32;
 // The TF32 pass runs as one kernel (tf32_select.h) from this many queries on; below, the cuBLAS
 // tiles are faster (H200, 1M x 128, 100 queries: 0.73 ms against 0.88 ms host to host).
 constexpr int64_t kMinFusedQueries = 256;
+// It writes no distance tiles, so its query tiles are as large as this allows: fewer, longer splits
+// of the base, over which each block's start (its queries' load, its lists filling) is amortised.
+constexpr int64_t kFusedQueryRows = 16384;
 
 constexpr int kChainEvent = 0;    // after the latest selection or finalize
 constexpr int kTileDoneEvent = 1;  // and 2: a query tile's results are final (alternating)
@@ -260,7 +263,7 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   const float* y_norms = sh.y_norms;
   const bool outputs_on_device = memory_kind(distances, device) == MemoryKind::device &&
                                  memory_kind(ids, device) == MemoryKind::device;
-  const TilePlan plan = plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, kc);
+  TilePlan plan = plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, kc);
 
   PoolBuffer<float> query_copy;
   const float* x = queries;
@@ -341,6 +344,10 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   const bool fused = spec.kind == TileKind::tf32 && !streamed && nq >= kMinFusedQueries &&
                      reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0 &&
                      tf32_select_fits(device, dim, kc, n);
+  if (fused) {
+    const int64_t query_tiles = (nq + kFusedQueryRows - 1) / kFusedQueryRows;
+    plan.query_rows = (nq + query_tiles - 1) / query_tiles;
+  }
   const int64_t splits = fused ? tf32_select_splits(resources.limits(), plan.query_rows, n) : 0;
 
   // ---- buffers of the search ----
@@ -833,7 +840,7 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
   PassSpec first;
   if (mode != ComputeMode::fp32) {
     first.kind = tile_kind(mode);
-    first.kc = knn_candidate_count(k);
+    first.kc = mode == ComputeMode::tf32 ? tf32_candidate_count(k) : knn_candidate_count(k);
   } else if (k > kMaxCertifiedK) {
     first.kind = TileKind::direct;
     first.kc = k;

@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 
 #include "cpp/core/error.h"
 #include "cuda/core/async_copy.cuh"
 #include "cuda/core/error.h"
-#include "cuda/select/network.h"
-#include "cuda/select/warp_lanes.cuh"
+#include "cuda/flat/tf32_lists.cuh"
+#include "cuda/flat/tf32_select_sm90a.h"
 
 namespace quiver::gpu {
 
@@ -33,8 +32,11 @@ constexpr int kKeysPerThread = kRowFrags * kQueryFrags * 4;
 static_assert((kRows / kWarpRows) * (kQueries / kWarpQueries) == kWarps, "the warps cover the tile");
 static_assert(kKeysPerThread == 128, "a thread's refused keys fit two 64-bit masks");
 constexpr int kRowGroupThreads = kQueries / kWarpQueries * kWarpSize;  // the warps sharing rows
-constexpr int kList = kWarpSize;     // best entries of a query: one register of a warp
-constexpr int kPending = kWarpSize;  // pending entries of a query: one register of a warp
+using tf32::allowed;
+using tf32::kList;
+using tf32::kNoRow;
+using tf32::kPending;
+using tf32::QueryLists;
 static_assert(kTf32SelectMaxK == kList, "kTf32SelectMaxK: the best list");
 // A split holds at least this many tiles: each block then amortises its start (the query tile's
 // load, the best lists filling up) over a few tiles.
@@ -45,7 +47,6 @@ constexpr int64_t kMaxSplits = 1024;
 constexpr double kMinWaveFill = 0.95;
 // Row numbers are int on the device, with room for a split past the last row.
 constexpr int64_t kMaxRows = int64_t(1) << 30;
-constexpr int32_t kNoRow = std::numeric_limits<int32_t>::max();
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Row values the kernel multiplies: dim rounded up to whole stages (the rest zeros).
@@ -61,7 +62,7 @@ bool shape_fits(int64_t dim, int64_t kc, int64_t n) {
 // list (keys, rows), the limit and the pending count.
 size_t shared_bytes(int64_t dim) {
   const int64_t words = kQueries * (padded_depth(static_cast<int>(dim)) + kPad) + 2 * kRows * kStageStride +
-                        kQueries * 2 * (kList + kPending) + kQueries * 2;
+                        tf32::lists_words(kQueries);
   return size_t(words) * 4;
 }
 
@@ -82,41 +83,6 @@ __device__ __forceinline__ void load_matrices(uint32_t (&r)[4], const float* p) 
                : "r"(shared_address(p)));
 }
 
-// The per-query selection state in shared memory.
-struct QueryLists {
-  float* best_keys;  // kQueries x kList, ascending by (key, row)
-  int32_t* best_rows;
-  float* pending_keys;  // kQueries x kPending, unordered
-  int32_t* pending_rows;
-  float* limits;  // the kc-th best key: what a key must not exceed to be offered
-  int* counts;    // offers to the pending list so far (may exceed kPending: the excess was refused)
-
-  // Merges query q's pending entries into its best list (one warp, all lanes), sets its limit to the
-  // kc-th best and empties the pending list.
-  __device__ __forceinline__ void merge(int q, int kc, int lane) const {
-    using Lanes = WarpLanes<int32_t>;
-    float key = best_keys[q * kList + lane];
-    int32_t row = best_rows[q * kList + lane];
-    const int count = min(counts[q], kPending);
-    float other_key = lane < count ? pending_keys[q * kPending + lane] : __int_as_float(0x7f800000);
-    int32_t other_row = lane < count ? pending_rows[q * kPending + lane] : kNoRow;
-    net::sort_register<Lanes>(other_key, other_row);
-    net::merge_keep_smallest<Lanes, 1, 1>(&key, &row, &other_key, &other_row);
-    best_keys[q * kList + lane] = key;
-    best_rows[q * kList + lane] = row;
-    const float kth = __shfl_sync(kFullWarp, key, kc - 1);
-    __syncwarp();  // every lane has read the count
-    if (lane == 0) {
-      limits[q] = kth;
-      counts[q] = 0;
-    }
-  }
-};
-
-__device__ __forceinline__ bool allowed(const uint8_t* filter, int64_t filter_bits, int row) {
-  return filter == nullptr || (row < filter_bits && ((filter[row >> 3] >> (row & 7)) & 1) != 0);
-}
-
 __global__ void __launch_bounds__(kThreads, 1)
     tf32_select_kernel(const float* __restrict__ x, int nq, const float* __restrict__ y,
                        const float* __restrict__ norms, int n, int dim, int kc, bool l2,
@@ -129,13 +95,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int x_stride = depth + kPad;
   float* xs = shared;
   float* ys = xs + kQueries * x_stride;  // two stages of kRows x kStageStride
-  QueryLists lists;
-  lists.best_keys = ys + 2 * kRows * kStageStride;
-  lists.best_rows = reinterpret_cast<int32_t*>(lists.best_keys + kQueries * kList);
-  lists.pending_keys = reinterpret_cast<float*>(lists.best_rows + kQueries * kList);
-  lists.pending_rows = reinterpret_cast<int32_t*>(lists.pending_keys + kQueries * kPending);
-  lists.limits = reinterpret_cast<float*>(lists.pending_rows + kQueries * kPending);
-  lists.counts = reinterpret_cast<int*>(lists.limits + kQueries);
+  const QueryLists lists = QueryLists::place(ys + 2 * kRows * kStageStride, kQueries);
 
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid % kWarpSize, warp = tid / kWarpSize;
@@ -185,14 +145,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (q0 + q < nq && c < dim) v = *reinterpret_cast<const float4*>(x + int64_t(q0 + q) * dim + c);
     *reinterpret_cast<float4*>(xs + q * x_stride + c) = v;
   }
-  for (int i = tid; i < kQueries * kList; i += kThreads) {
-    lists.best_keys[i] = kInf;
-    lists.best_rows[i] = kNoRow;
-  }
-  for (int i = tid; i < kQueries; i += kThreads) {
-    lists.limits[i] = q0 + i < nq ? kInf : -kInf;  // queries past the end take nothing
-    lists.counts[i] = 0;
-  }
+  for (int q = warp; q < kQueries; q += kWarps) lists.reset(q, q0 + q < nq, lane);
 
   __syncthreads();  // the query tile and the lists are in place
   const int warp_row = warp % (kRows / kWarpRows) * kWarpRows;
@@ -263,12 +216,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (!(key <= limit[f][i % 2])) return true;
       const int row = tile_row + 16 * m + 8 * (i / 2);
       if (!allowed(filter, filter_bits, row)) return true;
-      const int q = warp_query + 8 * f + 2 * member + i % 2;
-      const int slot = atomicAdd(&lists.counts[q], 1);
-      if (slot >= kPending) return false;
-      lists.pending_keys[q * kPending + slot] = key;
-      lists.pending_rows[q * kPending + slot] = row;
-      return true;
+      return lists.offer(warp_query + 8 * f + 2 * member + i % 2, key, row);
     };
     load_limits();
     uint64_t refused[2] = {0, 0};
@@ -320,17 +268,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   // ---- the last pending entries, then each query's kc best of the split ----
   __syncthreads();
   for (int q = warp; q < kQueries && q0 + q < nq; q += kWarps) {
-    if (lists.counts[q] > 0) lists.merge(q, kc, lane);
-    __syncwarp();
     const int64_t out = (int64_t(q0 + q) * splits + split) * kc;
-    if (lane < kc) {
-      out_keys[out + lane] = lists.best_keys[q * kList + lane];
-      out_rows[out + lane] = lists.best_rows[q * kList + lane];
-    }
+    lists.write(q, kc, lane, out_keys + out, out_rows + out);
   }
 #else
   __trap();  // tf32_select_fits refuses devices without TF32 tensor cores
 #endif
+}
+
+// Whether the current device has compute capability 9.0 exactly (what sm_90a code runs on).
+bool is_sm90() {
+  int device = 0, major = 0, minor = 0;
+  QV_CUDA_CHECK(cudaGetDevice(&device));
+  QV_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  QV_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return major == 9 && minor == 0;
 }
 
 }  // namespace
@@ -340,7 +292,9 @@ bool tf32_select_fits(int device, int64_t dim, int64_t kc, int64_t n) {
   int major = 0, shared = 0;
   QV_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   QV_CUDA_CHECK(cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return major >= 8 && shared_bytes(dim) <= size_t(shared);
+  // Both kernels' shared memory, so that either may run.
+  const size_t needed = std::max(shared_bytes(dim), tf32_select_sm90a_shared_bytes(dim));
+  return major >= 8 && needed <= size_t(shared);
 }
 
 int64_t tf32_select_splits(const SelectLimits& limits, int64_t nq, int64_t n) {
@@ -363,10 +317,15 @@ int64_t tf32_select_splits(const SelectLimits& limits, int64_t nq, int64_t n) {
 
 void launch_tf32_select(const float* queries, int64_t nq, const float* base, const float* base_norms, int64_t n,
                         int64_t dim, int64_t kc, bool l2, const uint8_t* filter, int64_t filter_bits, int64_t splits,
-                        float* keys, int32_t* rows, cudaStream_t stream) {
+                        float* keys, int32_t* rows, cudaStream_t stream, Tf32SelectKernel kernel) {
   require(nq >= 1 && splits >= 1 && splits <= kMaxSplits && shape_fits(dim, kc, n),
           "tf32_select: nq = ", nq, ", n = ", n, ", dim = ", dim, ", kc = ", kc, ", splits = ", splits,
           " is not a shape it takes");
+  if (kernel == Tf32SelectKernel::automatic && is_sm90()) {
+    launch_tf32_select_sm90a(queries, nq, base, base_norms, n, dim, kc, l2, filter, filter_bits, splits, keys, rows,
+                             stream);
+    return;
+  }
   const size_t shared = shared_bytes(dim);
   QV_CUDA_CHECK(cudaFuncSetAttribute(tf32_select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(shared)));

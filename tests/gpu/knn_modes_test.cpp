@@ -165,6 +165,12 @@ TEST(GpuKnnModes, CandidateCount) {
   EXPECT_EQ(gpu::knn_candidate_count(1000), 2048);
   EXPECT_EQ(gpu::knn_candidate_count(2048), 2048);
   for (int64_t k = 1; k <= 2048; ++k) ASSERT_GE(gpu::knn_candidate_count(k), k);
+  // tf32: the margin itself where the fused kernel takes it.
+  EXPECT_EQ(gpu::tf32_candidate_count(1), 17);
+  EXPECT_EQ(gpu::tf32_candidate_count(10), 26);
+  EXPECT_EQ(gpu::tf32_candidate_count(16), 32);
+  EXPECT_EQ(gpu::tf32_candidate_count(17), 64);
+  EXPECT_EQ(gpu::tf32_candidate_count(100), 256);
 }
 
 TEST(GpuKnnModes, MatchFloat64ReferenceOnAwkwardSizes) {

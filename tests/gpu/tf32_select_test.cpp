@@ -2,7 +2,8 @@
 // small integers (exact in TF32 and in float sums, so keys and ties are exact and the result must
 // be the reference's order by (key, row)), and uniform floats within the TF32 error. Awkward sizes:
 // n and nq not multiples of the 128-row tiles, n below kc, one query, dims not multiples of 32,
-// kc from 1 to 32, filters, inner product, duplicate rows.
+// kc from 1 to 32, filters, inner product, duplicate rows. Both kernels: the device's default
+// (wgmma on compute capability 9.0) and mma.sync.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -44,8 +45,10 @@ std::vector<double> squared_norms(const Case& c, const std::vector<float>& base)
   return norms;
 }
 
+constexpr gpu::Tf32SelectKernel kKernels[] = {gpu::Tf32SelectKernel::automatic, gpu::Tf32SelectKernel::mma_sync};
+
 Result run(const Case& c, const std::vector<float>& base, const std::vector<double>& norms,
-           const std::vector<float>& queries, const std::vector<uint8_t>& filter) {
+           const std::vector<float>& queries, const std::vector<uint8_t>& filter, gpu::Tf32SelectKernel kernel) {
   gpu::Resources& resources = testing::shared_resources();
   DeviceArray<float> y(base), x(queries), y_norms(std::vector<float>(norms.begin(), norms.end()));
   DeviceArray<uint8_t> bits(filter);
@@ -56,7 +59,7 @@ Result run(const Case& c, const std::vector<float>& base, const std::vector<doub
   DeviceArray<int32_t> rows(out);
   gpu::launch_tf32_select(x.get(), c.nq, y.get(), c.l2 ? y_norms.get() : nullptr, c.n, c.dim, c.kc, c.l2,
                           c.filter ? bits.get() : nullptr, int64_t(filter.size()) * 8, r.splits, keys.get(),
-                          rows.get(), resources.stream(0));
+                          rows.get(), resources.stream(0), kernel);
   EXPECT_EQ(cudaStreamSynchronize(resources.stream(0)), cudaSuccess);
   r.keys = keys.to_host();
   r.rows = rows.to_host();
@@ -154,7 +157,10 @@ TEST(GpuTf32Select, ExactOnSmallIntegersWithTies) {
       std::copy_n(&base[j * c.dim], c.dim, &base[(c.n - 1 - j) * c.dim]);
     const std::vector<uint8_t> filter = c.filter ? random_filter(c.n, seed++) : std::vector<uint8_t>();
     const std::vector<double> norms = squared_norms(c, base);
-    check(c, base, norms, queries, filter, run(c, base, norms, queries, filter), 0);
+    for (gpu::Tf32SelectKernel kernel : kKernels) {
+      SCOPED_TRACE(::testing::Message() << "kernel " << int(kernel));
+      check(c, base, norms, queries, filter, run(c, base, norms, queries, filter, kernel), 0);
+    }
   }
 }
 
@@ -169,7 +175,10 @@ TEST(GpuTf32Select, UniformFloatsWithinTheTf32Error) {
     // dim / 1000.
     const double tol = 1e-3 * double(c.dim);
     const std::vector<double> norms = squared_norms(c, base);
-    check(c, base, norms, queries, {}, run(c, base, norms, queries, {}), tol);
+    for (gpu::Tf32SelectKernel kernel : kKernels) {
+      SCOPED_TRACE(::testing::Message() << "kernel " << int(kernel));
+      check(c, base, norms, queries, {}, run(c, base, norms, queries, {}, kernel), tol);
+    }
   }
 }
 

@@ -1,0 +1,331 @@
+#include "cuda/flat/tf32_select_sm90a.h"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include "cpp/core/error.h"
+#include "cuda/core/async_copy.cuh"
+#include "cuda/core/error.h"
+#include "cuda/flat/tf32_lists.cuh"
+#include "cuda/flat/tf32_select.h"
+
+namespace quiver::gpu {
+
+namespace {
+
+using tf32::allowed;
+using tf32::kPending;
+using tf32::QueryLists;
+
+// Two warpgroups. Each multiplies its 64 queries (the M of the products, held in registers for the
+// block's life) by the block's tile of base rows (the N, in shared memory), 8 values per product.
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / kWarpSize;
+constexpr int kQueries = 128;
+constexpr int kGroupQueries = 64;
+constexpr int kWarpQueries = 16;  // the accumulator rows of one warp: its queries, which it alone selects for
+constexpr int kRows = 96;         // base rows per tile
+constexpr int kStages = 3;        // tiles in shared memory: one multiplied, the next ones being copied
+constexpr int kAccumulators = kGroupQueries * kRows / 128;  // per thread
+// The kernel is compiled per depth (values multiplied per row: dim rounded up to a multiple of
+// kDepthStep, the rest zeros), so that its chain of products has no branch.
+constexpr int kDepthStep = 32;
+static_assert(kWarps * kWarpQueries == kQueries, "the warps cover the query tile");
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int padded_depth(int64_t dim) { return static_cast<int>(ceil_div(dim, kDepthStep) * kDepthStep); }
+
+// Shared memory: kStages base tiles with their rows' biases and barriers, the query lists, and room to
+// align the tiles to 1024 bytes.
+constexpr int kTileAlign = 1024;
+size_t shared_bytes(int64_t dim) {
+  return size_t(kStages * (kRows * padded_depth(dim) + kRows + 2) + tf32::lists_words(kQueries)) * 4 + kTileAlign;
+}
+
+// A base tile as the products read it: K-major with the 128-byte swizzle. The tile is kDepth / 32
+// blocks of 32 values; in a block, row r's 128 bytes are at r * 128 and its 16-byte chunk j (values
+// 4 j .. 4 j + 3 of the block) at chunk j ^ (r % 8). Blocks start at multiples of 1024 bytes (the
+// swizzle is a function of the address).
+constexpr int kBlockValues = 32;
+constexpr int kBlockFloats = kRows * kBlockValues;
+
+// The descriptor of step s's 8 values: inside block s / 4, 32 bytes per step; 8-row groups 1024
+// bytes apart; 128-byte swizzle.
+__device__ __forceinline__ uint64_t tile_descriptor(const float* tile, int step) {
+  const uint64_t address = shared_address(tile + step / 4 * kBlockFloats) + step % 4 * 32;
+  const uint64_t group_stride = 1024;
+  return ((address & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | ((group_stride >> 4) << 32) | (uint64_t(1) << 62);
+}
+
+// The tensor-memory-accelerator copies of the base tiles: one thread asks for a tile (a box of
+// kRows rows x 32 values per block, swizzled as above, zeros past n and past dim) and the block's
+// threads wait on the tile's barrier, which counts the bytes in.
+__device__ __forceinline__ void barrier_init(uint64_t* barrier) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(shared_address(barrier)));
+}
+
+__device__ __forceinline__ void barrier_expect(uint64_t* barrier, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(shared_address(barrier)), "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void barrier_wait(uint64_t* barrier, int parity) {
+  uint32_t done = 0;
+  while (!done)
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(shared_address(barrier)), "r"(parity)
+        : "memory");
+}
+
+__device__ __forceinline__ void copy_box(float* dst, const CUtensorMap& map, int col, int row, uint64_t* barrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(shared_address(dst)),
+      "l"(reinterpret_cast<uint64_t>(&map)), "r"(col), "r"(row), "r"(shared_address(barrier))
+      : "memory");
+}
+
+// d (+)= a b for 64 queries x kRows rows x 8 values: a in registers (as an m16n8k8 TF32 fragment per
+// warp), b from shared memory; d is overwritten when accumulate is 0. Asynchronous: see commit / wait.
+__device__ __forceinline__ void multiply(float (&d)[kAccumulators], const uint32_t (&a)[4], uint64_t b,
+                                         int accumulate) {
+  static_assert(kRows == 96, "the instruction's shape and operand list");
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %52, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n96k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, "
+      "{%48, %49, %50, %51}, %53, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(accumulate), "l"(b));
+}
+
+// Keeps the compiler from moving accesses to the accumulators across the asynchronous products.
+__device__ __forceinline__ void pin(float (&d)[kAccumulators]) {
+#pragma unroll
+  for (int i = 0; i < kAccumulators; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+template <int kDepth>
+__global__ void __launch_bounds__(kThreads, 1)
+    tf32_select_sm90a_kernel(const float* __restrict__ x, int nq, const __grid_constant__ CUtensorMap y,
+                             const float* __restrict__ norms, int n, int dim, int kc, bool l2,
+                             const uint8_t* __restrict__ filter, int64_t filter_bits, int split_rows, int splits,
+                             float* __restrict__ out_keys, int32_t* __restrict__ out_rows) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  const float kInf = __int_as_float(0x7f800000);
+  extern __shared__ __align__(16) float shared[];
+  constexpr int kSteps = kDepth / 8;
+  float* tiles = shared + (kTileAlign - shared_address(shared) % kTileAlign) % kTileAlign / 4;
+  float* biases = tiles + kStages * kRows * kDepth;  // per tile: ||y||^2 (L2) or 0, NaN past the split
+  uint64_t* full = reinterpret_cast<uint64_t*>(biases + kStages * kRows);  // per tile: its copies are in
+  const QueryLists lists = QueryLists::place(reinterpret_cast<float*>(full + kStages), kQueries);
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid % kWarpSize, warp = tid / kWarpSize;
+  const int group = lane / 4, member = lane % 4;  // the fragments' row / column within a lane group
+  const int q0 = static_cast<int>(blockIdx.x) * kQueries;
+  const int split = static_cast<int>(blockIdx.y);
+  const int row_begin = min(n, split * split_rows);
+  const int row_end = min(n, row_begin + split_rows);
+  const int tile_count = (row_end - row_begin + kRows - 1) / kRows;
+
+  if (tid == 0) {
+    for (int i = 0; i < kStages; ++i) barrier_init(&full[i]);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  // Starts tile t's copies: its rows (one thread) and their biases.
+  auto load_tile = [&](int t) {
+    const int first = row_begin + t * kRows;
+    const int stage = t % kStages;
+    if (tid == 0) {
+      barrier_expect(&full[stage], kRows * kDepth * 4);
+#pragma unroll
+      for (int b = 0; b < kDepth / kBlockValues; ++b)
+        copy_box(tiles + stage * kRows * kDepth + b * kBlockFloats, y, b * kBlockValues, first, &full[stage]);
+    }
+    if (tid < kRows) {
+      float* bias = biases + stage * kRows + tid;
+      if (first + tid >= row_end) {
+        *bias = __int_as_float(0x7fffffff);  // never offered
+      } else if (l2) {
+        copy_word4(bias, norms + first + tid);
+      } else {
+        *bias = 0.f;
+      }
+    }
+  };
+  for (int t = 0; t < kStages - 1; ++t) {
+    if (t < tile_count) load_tile(t);
+    commit_copies();
+  }
+
+  // The warp's queries: its accumulator rows. Thread (group, member) holds queries group and
+  // group + 8 of them, and values member and member + 4 of each step (the m16n8k8 A fragment).
+  const int warp_query = warp * kWarpQueries;
+  for (int q = warp_query; q < warp_query + kWarpQueries; ++q) lists.reset(q, q0 + q < nq, lane);
+  uint32_t a[kSteps][4];
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int q = q0 + warp_query + group + 8 * (i % 2), col = 8 * s + member + 4 * (i / 2);
+      a[s][i] = q < nq && col < dim ? __float_as_uint(x[int64_t(q) * dim + col]) : 0u;
+    }
+
+  const float alpha = l2 ? -2.f : -1.f;
+  float acc[kAccumulators];
+#pragma unroll
+  for (int i = 0; i < kAccumulators; ++i) acc[i] = 0.f;
+  for (int t = 0; t < tile_count; ++t) {
+    const float* tile = tiles + t % kStages * kRows * kDepth;
+    wait_copies<kStages - 2>();
+    __syncthreads();  // the tile's biases are in, and no warpgroup still reads the tile before it
+    barrier_wait(&full[t % kStages], t / kStages % 2);
+
+    pin(acc);
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) multiply(acc, a[s], tile_descriptor(tile, s), s);
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    // The copies kStages - 1 tiles ahead start while the products run.
+    if (t + kStages - 1 < tile_count) load_tile(t + kStages - 1);
+    commit_copies();
+
+    const int tile_row = row_begin + t * kRows;
+    const float* tile_bias = biases + t % kStages * kRows + 2 * member;
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    pin(acc);
+
+    // ---- the tile's keys: acc[4 j + 2 h + e] is query group + 8 h of the warp's, row 8 j + 2 member + e
+    // of the tile. Keys within their query's limit are offered; a thread offers its kRows / 4 keys of a
+    // query only when their minimum is. Offers beyond a pending list's room are refused, kept in `refused`
+    // and offered again once the warp has merged its full lists ----
+    float limit[2];
+    auto load_limits = [&] {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) limit[h] = lists.limits[warp_query + group + 8 * h];
+    };
+    auto offer = [&](int j, int h, int e) {
+      const float key = fmaf(alpha, acc[4 * j + 2 * h + e], tile_bias[8 * j + e]);
+      if (!(key <= limit[h])) return true;
+      const int row = tile_row + 8 * j + 2 * member + e;
+      if (!allowed(filter, filter_bits, row)) return true;
+      return lists.offer(warp_query + group + 8 * h, key, row);
+    };
+    load_limits();
+    float smallest[2] = {kInf, kInf};
+#pragma unroll
+    for (int j = 0; j < kRows / 8; ++j) {
+      const float2 bias = *reinterpret_cast<const float2*>(tile_bias + 8 * j);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        smallest[h] = fminf(smallest[h], fmaf(alpha, acc[4 * j + 2 * h], bias.x));
+        smallest[h] = fminf(smallest[h], fmaf(alpha, acc[4 * j + 2 * h + 1], bias.y));
+      }
+    }
+    uint64_t refused = 0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (!(smallest[h] <= limit[h])) continue;
+#pragma unroll
+      for (int j = 0; j < kRows / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          if (!offer(j, h, e)) refused |= uint64_t(1) << (4 * j + 2 * h + e);
+    }
+    for (;;) {
+      __syncwarp();  // every offer is in
+      // Lane l < 16 looks at the warp's query l.
+      const bool full = lane < kWarpQueries && lists.counts[warp_query + lane] >= kPending;
+      for (unsigned mask = __ballot_sync(kFullWarp, full); mask != 0; mask &= mask - 1)
+        lists.merge(warp_query + __ffs(mask) - 1, kc, lane);
+      __syncwarp();  // the merged limits are in
+      if (!__any_sync(kFullWarp, refused != 0)) break;
+      load_limits();
+      const uint64_t again = refused;
+      refused = 0;
+#pragma unroll
+      for (int j = 0; j < kRows / 8; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const uint64_t bit = uint64_t(1) << (4 * j + 2 * h + e);
+            if ((again & bit) != 0 && !offer(j, h, e)) refused |= bit;
+          }
+    }
+  }
+
+  // ---- each of the warp's queries: its kc best of the split ----
+  for (int q = warp_query; q < warp_query + kWarpQueries && q0 + q < nq; ++q) {
+    const int64_t out = (int64_t(q0 + q) * splits + split) * kc;
+    lists.write(q, kc, lane, out_keys + out, out_rows + out);
+  }
+#else
+  __trap();  // launch_tf32_select takes this kernel only on devices of compute capability 9.0
+#endif
+}
+
+// The base (n x dim floats, row-major) as the kernel's copies read it: boxes of kRows rows x
+// kBlockValues values, 128-byte swizzle, zeros outside. The driver's encoder is looked up at run time
+// (the library does not link the driver).
+CUtensorMap base_map(const float* base, int64_t n, int64_t dim) {
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    QV_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
+    require(fn != nullptr && found == cudaDriverEntryPointSuccess,
+            "tf32_select_sm90a: the driver has no cuTensorMapEncodeTiled");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  CUtensorMap map;
+  const cuuint64_t extent[2] = {cuuint64_t(dim), cuuint64_t(n)};
+  const cuuint64_t stride[1] = {cuuint64_t(dim) * 4};
+  const cuuint32_t box[2] = {kBlockValues, kRows};
+  const cuuint32_t step[2] = {1, 1};
+  const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(base), extent, stride, box,
+                            step, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  require(r == CUDA_SUCCESS, "tf32_select_sm90a: cuTensorMapEncodeTiled failed (", int(r), ") for n = ", n,
+          ", dim = ", dim);
+  return map;
+}
+
+}  // namespace
+
+size_t tf32_select_sm90a_shared_bytes(int64_t dim) { return shared_bytes(dim); }
+
+void launch_tf32_select_sm90a(const float* queries, int64_t nq, const float* base, const float* base_norms,
+                              int64_t n, int64_t dim, int64_t kc, bool l2, const uint8_t* filter,
+                              int64_t filter_bits, int64_t splits, float* keys, int32_t* rows, cudaStream_t stream) {
+  decltype(&tf32_select_sm90a_kernel<kDepthStep>) kernel = nullptr;
+  switch (padded_depth(dim)) {
+    case 32: kernel = tf32_select_sm90a_kernel<32>; break;
+    case 64: kernel = tf32_select_sm90a_kernel<64>; break;
+    case 96: kernel = tf32_select_sm90a_kernel<96>; break;
+    case 128: kernel = tf32_select_sm90a_kernel<128>; break;
+  }
+  require(kernel != nullptr, "tf32_select_sm90a: dim = ", dim, " is above ", kTf32SelectMaxDim);
+  const CUtensorMap map = base_map(base, n, dim);
+  const size_t shared = shared_bytes(dim);
+  QV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
+  const int64_t split_rows = ceil_div(ceil_div(n, splits), kRows) * kRows;
+  const dim3 grid(static_cast<unsigned>(ceil_div(nq, kQueries)), static_cast<unsigned>(splits));
+  kernel<<<grid, kThreads, shared, stream>>>(
+      queries, static_cast<int>(nq), map, base_norms, static_cast<int>(n), static_cast<int>(dim),
+      static_cast<int>(kc), l2, filter, filter_bits, static_cast<int>(split_rows), static_cast<int>(splits), keys,
+      rows);
+  QV_LAUNCH_CHECK("tf32_select_sm90a_kernel");
+}
+
+}  // namespace quiver::gpu
