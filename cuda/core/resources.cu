@@ -58,6 +58,10 @@ Resources::Resources(const ResourcesOptions& options) {
     QV_CUDA_CHECK(cudaDeviceGetAttribute(&limits_.sm_count, cudaDevAttrMultiProcessorCount, device_));
     QV_CUDA_CHECK(cudaDeviceGetAttribute(&limits_.max_shared_bytes,
                                          cudaDevAttrMaxSharedMemoryPerBlockOptin, device_));
+    int major = 0, minor = 0;
+    QV_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_));
+    QV_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_));
+    limits_.compute_capability = 10 * major + minor;
     for (int i = 0; i < kStreams; ++i) {
       // Blocking streams: they wait for work the caller queued on the legacy default stream, so
       // device inputs written there are complete before a call reads them.

@@ -117,6 +117,12 @@ TilePlan plan_tiles(int64_t tile_floats, int64_t nq, int64_t n, int64_t k) {
   return {query_rows, columns};
 }
 
+// The fused TF32 pass's query tiles: balanced, at most kFusedQueryRows queries (columns: the base).
+TilePlan plan_fused(int64_t nq, int64_t n) {
+  const int64_t query_tiles = (nq + kFusedQueryRows - 1) / kFusedQueryRows;
+  return {(nq + query_tiles - 1) / query_tiles, n};
+}
+
 enum class TileKind { sgemm, tf32, fp16, bf16, direct };
 
 TileKind tile_kind(ComputeMode mode) {
@@ -263,7 +269,6 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   const float* y_norms = sh.y_norms;
   const bool outputs_on_device = memory_kind(distances, device) == MemoryKind::device &&
                                  memory_kind(ids, device) == MemoryKind::device;
-  TilePlan plan = plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, kc);
 
   PoolBuffer<float> query_copy;
   const float* x = queries;
@@ -343,11 +348,9 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   // selected into the running best instead.
   const bool fused = spec.kind == TileKind::tf32 && !streamed && nq >= kMinFusedQueries &&
                      reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0 &&
-                     tf32_select_fits(device, dim, kc, n);
-  if (fused) {
-    const int64_t query_tiles = (nq + kFusedQueryRows - 1) / kFusedQueryRows;
-    plan.query_rows = (nq + query_tiles - 1) / query_tiles;
-  }
+                     tf32_select_fits(resources.limits(), dim, kc, n);
+  const TilePlan plan = fused ? plan_fused(nq, n)
+                              : plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, kc);
   const int64_t splits = fused ? tf32_select_splits(resources.limits(), plan.query_rows, n) : 0;
 
   // ---- buffers of the search ----
@@ -374,14 +377,13 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   PoolBuffer<float> tiles[2];
   // A 16-bit tile's rows start 16-byte aligned (ld a multiple of 8); it takes half the floats.
   const int64_t tile_align = key16 ? 8 : 4;
-  const int64_t tile_entries =
-      plan.query_rows * round_up(plan.columns, tile_align) / (key16 ? 2 : 1);
   PoolBuffer<float> split_keys;  // fused: each query's kc best of each split
   PoolBuffer<int32_t> split_rows;
   if (fused) {
     split_keys = PoolBuffer<float>(pool, plan.query_rows * splits * kc);
     split_rows = PoolBuffer<int32_t>(pool, plan.query_rows * splits * kc);
   } else {
+    const int64_t tile_entries = plan.query_rows * round_up(plan.columns, tile_align) / (key16 ? 2 : 1);
     tiles[0] = PoolBuffer<float>(pool, tile_entries);
     tiles[1] = PoolBuffer<float>(pool, tile_entries);
   }
@@ -512,8 +514,8 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   // The fused TF32 pass of queries [q0, q0 + rows) against the whole base, on stream 0.
   auto search_fused = [&](int64_t q0, int64_t rows) {
     const uint8_t* filter = sh.filter.bits != nullptr ? sh.filter_copy.get() : nullptr;
-    launch_tf32_select(x + q0 * dim, rows, y, l2 ? y_norms : nullptr, n, dim, kc, l2, filter, sh.filter.nbits, splits,
-                       split_keys.get(), split_rows.get(), s0);
+    launch_tf32_select(resources.limits(), x + q0 * dim, rows, y, l2 ? y_norms : nullptr, n, dim, kc, l2, filter,
+                       sh.filter.nbits, splits, split_keys.get(), split_rows.get(), s0);
     SelectRequest<int32_t> request;
     request.keys = split_keys.get();
     request.ld = splits * kc;

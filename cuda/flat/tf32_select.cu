@@ -276,25 +276,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-// Whether the current device has compute capability 9.0 exactly (what sm_90a code runs on).
-bool is_sm90() {
-  int device = 0, major = 0, minor = 0;
-  QV_CUDA_CHECK(cudaGetDevice(&device));
-  QV_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  QV_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  return major == 9 && minor == 0;
-}
+// Whether the device runs the sm_90a kernel: compute capability 9.0 exactly (what sm_90a code runs on).
+bool takes_sm90a(const SelectLimits& limits) { return limits.compute_capability == 90; }
 
 }  // namespace
 
-bool tf32_select_fits(int device, int64_t dim, int64_t kc, int64_t n) {
-  if (!shape_fits(dim, kc, n)) return false;
-  int major = 0, shared = 0;
-  QV_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  QV_CUDA_CHECK(cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  // Both kernels' shared memory, so that either may run.
-  const size_t needed = std::max(shared_bytes(dim), tf32_select_sm90a_shared_bytes(dim));
-  return major >= 8 && needed <= size_t(shared);
+bool tf32_select_fits(const SelectLimits& limits, int64_t dim, int64_t kc, int64_t n) {
+  const size_t needed = takes_sm90a(limits) ? tf32_select_sm90a_shared_bytes(dim) : shared_bytes(dim);
+  return shape_fits(dim, kc, n) && limits.compute_capability >= 80 && needed <= size_t(limits.max_shared_bytes);
 }
 
 int64_t tf32_select_splits(const SelectLimits& limits, int64_t nq, int64_t n) {
@@ -315,13 +304,14 @@ int64_t tf32_select_splits(const SelectLimits& limits, int64_t nq, int64_t n) {
   return best;
 }
 
-void launch_tf32_select(const float* queries, int64_t nq, const float* base, const float* base_norms, int64_t n,
-                        int64_t dim, int64_t kc, bool l2, const uint8_t* filter, int64_t filter_bits, int64_t splits,
-                        float* keys, int32_t* rows, cudaStream_t stream, Tf32SelectKernel kernel) {
+void launch_tf32_select(const SelectLimits& limits, const float* queries, int64_t nq, const float* base,
+                        const float* base_norms, int64_t n, int64_t dim, int64_t kc, bool l2, const uint8_t* filter,
+                        int64_t filter_bits, int64_t splits, float* keys, int32_t* rows, cudaStream_t stream,
+                        Tf32SelectKernel kernel) {
   require(nq >= 1 && splits >= 1 && splits <= kMaxSplits && shape_fits(dim, kc, n),
           "tf32_select: nq = ", nq, ", n = ", n, ", dim = ", dim, ", kc = ", kc, ", splits = ", splits,
           " is not a shape it takes");
-  if (kernel == Tf32SelectKernel::automatic && is_sm90()) {
+  if (kernel == Tf32SelectKernel::automatic && takes_sm90a(limits)) {
     launch_tf32_select_sm90a(queries, nq, base, base_norms, n, dim, kc, l2, filter, filter_bits, splits, keys, rows,
                              stream);
     return;

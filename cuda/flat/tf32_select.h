@@ -32,14 +32,15 @@ constexpr int64_t kTf32SelectMaxK = 32;
 
 // Whether the fused pass takes this search: dim a multiple of 4 (16-byte rows) up to
 // kTf32SelectMaxDim, 1 <= kc <= kTf32SelectMaxK, n below 2^31 rows, and tensor cores with TF32
-// (compute capability 8.0 or later) on `device`.
-bool tf32_select_fits(int device, int64_t dim, int64_t kc, int64_t n);
+// (compute capability 8.0 or later) on the device `limits` describe, with the shared memory its
+// kernel takes.
+bool tf32_select_fits(const SelectLimits& limits, int64_t dim, int64_t kc, int64_t n);
 
 // How many splits of the base a search of nq queries against n rows takes: enough blocks for whole
 // waves of the device (limits.sm_count), each split at least a few tiles.
 int64_t tf32_select_splits(const SelectLimits& limits, int64_t nq, int64_t n);
 
-// The kernel that runs the pass: on devices of compute capability 9.0, warpgroup products (wgmma,
+// The kernel that runs the pass: on a device of compute capability 9.0, warpgroup products (wgmma,
 // tf32_select_sm90a.h) by default; elsewhere, or when asked, mma.sync products.
 enum class Tf32SelectKernel { automatic, mma_sync };
 
@@ -48,10 +49,11 @@ enum class Tf32SelectKernel { automatic, mma_sync };
 // [q][s * kc .. s * kc + kc), the kc best keys of the split's rows, ascending (ties to the smaller
 // row), and their rows; +inf and the largest int32 where the split has fewer allowed rows. filter
 // (optional): row r is allowed when r < filter_bits and bit r % 8 of filter[r / 8] is set. Rows whose
-// key is +inf or NaN are never selected. All pointers device memory; tf32_select_fits must hold.
-void launch_tf32_select(const float* queries, int64_t nq, const float* base, const float* base_norms, int64_t n,
-                        int64_t dim, int64_t kc, bool l2, const uint8_t* filter, int64_t filter_bits, int64_t splits,
-                        float* keys, int32_t* rows, cudaStream_t stream,
+// key is +inf or NaN are never selected. All pointers device memory of the device `limits` describe;
+// tf32_select_fits must hold.
+void launch_tf32_select(const SelectLimits& limits, const float* queries, int64_t nq, const float* base,
+                        const float* base_norms, int64_t n, int64_t dim, int64_t kc, bool l2, const uint8_t* filter,
+                        int64_t filter_bits, int64_t splits, float* keys, int32_t* rows, cudaStream_t stream,
                         Tf32SelectKernel kernel = Tf32SelectKernel::automatic);
 
 }  // namespace quiver::gpu

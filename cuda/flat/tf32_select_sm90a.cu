@@ -20,13 +20,14 @@ using tf32::QueryLists;
 // Two warpgroups. Each multiplies its 64 queries (the M of the products, held in registers for the
 // block's life) by the block's tile of base rows (the N, in shared memory), 8 values per product.
 constexpr int kThreads = 256;
+constexpr int kWarpgroupThreads = 128;
 constexpr int kWarps = kThreads / kWarpSize;
 constexpr int kQueries = 128;
 constexpr int kGroupQueries = 64;
 constexpr int kWarpQueries = 16;  // the accumulator rows of one warp: its queries, which it alone selects for
 constexpr int kRows = 96;         // base rows per tile
 constexpr int kStages = 3;        // tiles in shared memory: one multiplied, the next ones being copied
-constexpr int kAccumulators = kGroupQueries * kRows / 128;  // per thread
+constexpr int kAccumulators = kGroupQueries * kRows / kWarpgroupThreads;  // per thread
 // The kernel is compiled per depth (values multiplied per row: dim rounded up to a multiple of
 // kDepthStep, the rest zeros), so that its chain of products has no branch.
 constexpr int kDepthStep = 32;

@@ -25,6 +25,7 @@ constexpr int64_t kMaxSelectK = 2048;
 struct SelectLimits {
   int sm_count = 132;
   int max_shared_bytes = 227 * 1024;  // per block, with the opt-in above 48 KB
+  int compute_capability = 90;        // major * 10 + minor
 };
 
 // How the keys are stored: floats, or 16-bit values (the half-precision distance tiles of the fast

@@ -57,9 +57,9 @@ Result run(const Case& c, const std::vector<float>& base, const std::vector<doub
   const size_t out = size_t(c.nq * r.splits * c.kc);
   DeviceArray<float> keys(out);
   DeviceArray<int32_t> rows(out);
-  gpu::launch_tf32_select(x.get(), c.nq, y.get(), c.l2 ? y_norms.get() : nullptr, c.n, c.dim, c.kc, c.l2,
-                          c.filter ? bits.get() : nullptr, int64_t(filter.size()) * 8, r.splits, keys.get(),
-                          rows.get(), resources.stream(0), kernel);
+  gpu::launch_tf32_select(resources.limits(), x.get(), c.nq, y.get(), c.l2 ? y_norms.get() : nullptr, c.n, c.dim,
+                          c.kc, c.l2, c.filter ? bits.get() : nullptr, int64_t(filter.size()) * 8, r.splits,
+                          keys.get(), rows.get(), resources.stream(0), kernel);
   EXPECT_EQ(cudaStreamSynchronize(resources.stream(0)), cudaSuccess);
   r.keys = keys.to_host();
   r.rows = rows.to_host();
@@ -149,7 +149,7 @@ TEST(GpuTf32Select, ExactOnSmallIntegersWithTies) {
                  Case{4000, 64, 65, 10, false}, Case{2500, 8, 150, 32, false, true}}) {
     SCOPED_TRACE(::testing::Message() << "n " << c.n << " dim " << c.dim << " nq " << c.nq << " kc " << c.kc
                                       << (c.l2 ? " l2" : " ip") << (c.filter ? " filter" : ""));
-    ASSERT_TRUE(gpu::tf32_select_fits(resources.device(), c.dim, c.kc, c.n));
+    ASSERT_TRUE(gpu::tf32_select_fits(resources.limits(), c.dim, c.kc, c.n));
     std::vector<float> base = testing::integer_vectors(c.n, c.dim, seed++, 2);
     const std::vector<float> queries = testing::integer_vectors(c.nq, c.dim, seed++, 2);
     // Duplicate rows: the first rows again at the end.
@@ -184,13 +184,13 @@ TEST(GpuTf32Select, UniformFloatsWithinTheTf32Error) {
 
 TEST(GpuTf32Select, RefusesShapesItDoesNotTake) {
   QV_REQUIRE_GPU();
-  const int device = testing::shared_resources().device();
-  EXPECT_TRUE(gpu::tf32_select_fits(device, 128, 32, 1000));
-  EXPECT_FALSE(gpu::tf32_select_fits(device, 132, 32, 1000));  // dim above 128
-  EXPECT_FALSE(gpu::tf32_select_fits(device, 33, 32, 1000));   // rows not 16-byte multiples
-  EXPECT_FALSE(gpu::tf32_select_fits(device, 32, 33, 1000));   // kc above 32
-  EXPECT_FALSE(gpu::tf32_select_fits(device, 32, 0, 1000));
-  EXPECT_FALSE(gpu::tf32_select_fits(device, 32, 10, 0));
+  const gpu::SelectLimits& limits = testing::shared_resources().limits();
+  EXPECT_TRUE(gpu::tf32_select_fits(limits, 128, 32, 1000));
+  EXPECT_FALSE(gpu::tf32_select_fits(limits, 132, 32, 1000));  // dim above 128
+  EXPECT_FALSE(gpu::tf32_select_fits(limits, 33, 32, 1000));   // rows not 16-byte multiples
+  EXPECT_FALSE(gpu::tf32_select_fits(limits, 32, 33, 1000));   // kc above 32
+  EXPECT_FALSE(gpu::tf32_select_fits(limits, 32, 0, 1000));
+  EXPECT_FALSE(gpu::tf32_select_fits(limits, 32, 10, 0));
 }
 
 }  // namespace
