@@ -14,6 +14,7 @@
 #include "cpp/core/error.h"
 #include "cpp/cluster/kmeans_steps.h"
 #include "cpp/core/random.h"
+#include "cuda/core/device_scope.h"
 #include "cuda/core/error.h"
 #include "cuda/core/resources.h"
 #include "cuda/flat/kernels.h"
@@ -60,6 +61,7 @@ __global__ void means_kernel(const double* sums, const int64_t* slice_counts, in
 
 KmeansResult kmeans(Resources& resources, int64_t dim, int64_t n, const float* x, int64_t k,
                     const KmeansOptions& options, float* centroids, int64_t* assignments) {
+  DeviceScope device_scope(resources.device());  // the context's device, whatever the caller's
   require(dim >= 1, "dim = ", dim, " is not positive");
   require(n >= 1, "n = ", n, " must be at least 1");
   require(k >= 1 && k <= n, "k = ", k, " must be in 1 .. n (", n, ")");

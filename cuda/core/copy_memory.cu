@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include "cpp/backend/gpu.h"
+#include "cuda/core/device_scope.h"
 #include "cuda/core/error.h"
 #include "cuda/core/resources.h"
 
@@ -18,6 +19,7 @@ bool is_device_pointer(const void* p) {
 }
 
 void copy_memory(Resources& resources, void* dst, const void* src, int64_t bytes) {
+  DeviceScope device_scope(resources.device());  // the context's device, whatever the caller's
   if (bytes <= 0) return;
   Session session(resources);
   // cudaMemcpyDefault: the runtime finds each side's kind (unified addressing).

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "cpp/core/error.h"
+#include "cuda/core/device_scope.h"
 #include "cuda/core/error.h"
 
 namespace quiver::gpu {
@@ -27,6 +28,7 @@ size_t round_size(size_t bytes) {
 }  // namespace
 
 DevicePool::~DevicePool() {
+  DeviceScopeNoThrow scope(device_);
   trim();
   // Blocks still in use belong to objects that outlive their Resources: a caller bug; free them
   // so the process does not leak device memory.
@@ -46,6 +48,7 @@ void* DevicePool::allocate(size_t bytes) {
     stats_.in_use_bytes += int64_t(block_size);
     return block;
   }
+  DeviceScope scope(device_);
   void* block = nullptr;
   cudaError_t status = cudaMalloc(&block, size);
   if (status == cudaErrorMemoryAllocation) {
@@ -79,6 +82,8 @@ void DevicePool::trim() noexcept {
 }
 
 void DevicePool::trim_locked() noexcept {
+  if (cached_.empty()) return;
+  DeviceScopeNoThrow scope(device_);
   for (auto& [size, block] : cached_) cudaFree(block);
   cached_.clear();
   stats_.cached_bytes = 0;

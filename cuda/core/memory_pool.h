@@ -23,12 +23,14 @@ struct PoolStats {
 
 class DevicePool {
  public:
-  DevicePool() = default;
+  // Every cudaMalloc and cudaFree of the pool runs on `device`, whatever device is current.
+  explicit DevicePool(int device) : device_(device) {}
   ~DevicePool();
   DevicePool(const DevicePool&) = delete;
   DevicePool& operator=(const DevicePool&) = delete;
 
-  // At least `bytes` (256-byte aligned). On the device's current context. When cudaMalloc fails the
+  int device() const { return device_; }
+  // At least `bytes` (256-byte aligned), on the pool's device. When cudaMalloc fails the
   // cache is freed and the allocation retried; then out_of_device_memory is thrown.
   void* allocate(size_t bytes);
   void release(void* block) noexcept;
@@ -39,6 +41,7 @@ class DevicePool {
  private:
   void trim_locked() noexcept;
 
+  const int device_;
   mutable std::mutex mutex_;
   std::multimap<size_t, void*> cached_;    // size -> block
   std::unordered_map<void*, size_t> used_;  // block -> size

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cpp/core/error.h"
+#include "cuda/core/device_scope.h"
 #include "cuda/core/error.h"
 
 namespace quiver::gpu {
@@ -22,22 +23,9 @@ constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;
 // Small tiles make tests exercise the tiling; below this a tile is too small to be useful.
 constexpr int64_t kMinTileBytes = int64_t(64) << 10;
 
-// Makes `device` current for the scope and restores the previous one.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    QV_CUDA_CHECK(cudaGetDevice(&previous_));
-    QV_CUDA_CHECK(cudaSetDevice(device));
-  }
-  ~DeviceScope() { cudaSetDevice(previous_); }
-
- private:
-  int previous_ = 0;
-};
-
 }  // namespace
 
-Resources::Resources(const ResourcesOptions& options) {
+Resources::Resources(const ResourcesOptions& options) : device_(options.device), pool_(options.device) {
   const int count = device_count();
   if (count == 0) fail(Status::no_device, unavailable_reason());
   require(options.device >= 0 && options.device < count, "device = ", options.device,
@@ -46,7 +34,6 @@ Resources::Resources(const ResourcesOptions& options) {
           options.tile_bytes, " is below ", kMinTileBytes);
   require(options.staging_bytes >= 0, "staging_bytes = ", options.staging_bytes, " is negative");
   require(options.stream_bytes >= 0, "stream_bytes = ", options.stream_bytes, " is negative");
-  device_ = options.device;
   stream_bytes_ = options.stream_bytes;
   DeviceScope scope(device_);
   try {
@@ -86,10 +73,8 @@ Resources::Resources(const ResourcesOptions& options) {
 }
 
 Resources::~Resources() {
-  int previous = 0;
-  const bool switched = cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(device_) == cudaSuccess;
+  DeviceScopeNoThrow scope(device_);
   release();
-  if (switched) cudaSetDevice(previous);
 }
 
 void Resources::release() noexcept {

@@ -44,7 +44,7 @@ class Resources {
  private:
   void release() noexcept;
 
-  int device_ = 0;
+  int device_;
   int64_t tile_bytes_ = 0;
   int64_t stream_bytes_ = 0;
   SelectLimits limits_;
@@ -52,7 +52,7 @@ class Resources {
   cublasHandle_t blas_[kComputeStreams] = {};
   void* blas_workspace_[kComputeStreams] = {};
   cudaEvent_t events_[kEvents] = {};
-  DevicePool pool_;
+  DevicePool pool_;  // after device_, which it is constructed from
   HostStaging* staging_ = nullptr;
   std::mutex mutex_;
 };

@@ -4,6 +4,7 @@
 
 #include "cpp/backend/gpu.h"
 #include "cpp/core/error.h"
+#include "cuda/core/device_scope.h"
 #include "cuda/core/error.h"
 #include "cuda/core/resources.h"
 #include "cuda/flat/kernels.h"
@@ -93,13 +94,12 @@ DeviceMatrix* matrix_create(Resources& resources, int64_t dim) {
 
 void matrix_free(DeviceMatrix* matrix) noexcept {
   if (matrix == nullptr) return;
-  int previous = 0;
-  const bool switched = cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(matrix->device()) == cudaSuccess;
+  DeviceScopeNoThrow scope(matrix->device());
   delete matrix;
-  if (switched) cudaSetDevice(previous);
 }
 
 void matrix_append(Resources& resources, DeviceMatrix& matrix, int64_t n, const float* x) {
+  DeviceScope device_scope(resources.device());  // the context's device, whatever the caller's
   require(n >= 0, "n = ", n, " is negative");
   require(n == 0 || x != nullptr, "x is null");
   check_matrix(resources, matrix);
@@ -131,6 +131,7 @@ void matrix_append(Resources& resources, DeviceMatrix& matrix, int64_t n, const 
 }
 
 void matrix_remove_rows(Resources& resources, DeviceMatrix& matrix, int64_t count, const int64_t* rows) {
+  DeviceScope device_scope(resources.device());  // the context's device, whatever the caller's
   check_matrix(resources, matrix);
   require(count >= 0 && count <= matrix.rows(), "count = ", count, " is outside 0 .. ", matrix.rows());
   require(count == 0 || rows != nullptr, "rows is null");
@@ -168,6 +169,7 @@ void matrix_remove_rows(Resources& resources, DeviceMatrix& matrix, int64_t coun
 }
 
 void matrix_read(Resources& resources, const DeviceMatrix& matrix, int64_t first, int64_t n, float* out) {
+  DeviceScope device_scope(resources.device());  // the context's device, whatever the caller's
   check_matrix(resources, matrix);
   require(first >= 0 && n >= 0 && first + n <= matrix.rows(), "rows [", first, ", ", first + n,
           ") are outside 0 .. ", matrix.rows());

@@ -45,6 +45,7 @@
 
 #include "cpp/backend/gpu.h"
 #include "cpp/core/error.h"
+#include "cuda/core/device_scope.h"
 #include "cuda/core/error.h"
 #include "cuda/core/resources.h"
 #include "cuda/flat/certify.h"
@@ -810,6 +811,7 @@ std::vector<int64_t> run_subset(Shared& sh, const float* queries, const std::vec
 void knn(Resources& resources, Metric metric, const float* base, const float* base_norms, int64_t n,
          int64_t dim, const float* queries, int64_t nq, int64_t k, float* distances, int64_t* ids,
          const RowFilter& filter, ComputeMode mode) {
+  DeviceScope device_scope(resources.device());  // the context's device, whatever the caller's
   require(is_valid_metric(static_cast<int32_t>(metric)), "metric: ", static_cast<int32_t>(metric),
           " is not L2, inner product or cosine");
   require(dim >= 1, "dim = ", dim, " is not positive");

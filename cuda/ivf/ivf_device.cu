@@ -5,6 +5,7 @@
 
 #include "cpp/backend/gpu_ivf.h"
 #include "cpp/core/error.h"
+#include "cuda/core/device_scope.h"
 #include "cuda/core/error.h"
 #include "cuda/core/resources.h"
 #include "cuda/flat/kernels.h"
@@ -32,6 +33,7 @@ void check_ivf_device(Resources& resources, const IvfDevice& ivf) {
 }
 
 IvfDevice* ivf_create(Resources& resources, const IvfModelView& model) {
+  DeviceScope device_scope(resources.device());  // the context's device, whatever the caller's
   require(model.metric == Metric::l2 || model.metric == Metric::inner_product || model.metric == Metric::cosine,
           "metric: ", static_cast<int32_t>(model.metric), " is not L2 or inner product");
   require(model.dim >= 1, "dim = ", model.dim, " is not positive");
@@ -79,10 +81,8 @@ IvfDevice* ivf_create(Resources& resources, const IvfModelView& model) {
 
 void ivf_free(IvfDevice* ivf) noexcept {
   if (ivf == nullptr) return;
-  int previous = 0;
-  const bool switched = cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(ivf->device) == cudaSuccess;
+  DeviceScopeNoThrow scope(ivf->device);
   delete ivf;
-  if (switched) cudaSetDevice(previous);
 }
 
 int64_t ivf_code_bytes(const IvfDevice& ivf) { return ivf.code_bytes; }
@@ -96,6 +96,7 @@ int64_t ivf_list_size(const IvfDevice& ivf, int64_t list) {
 
 void ivf_list_read(Resources& resources, const IvfDevice& ivf, int64_t list, uint8_t* codes, float* raw,
                    int64_t* ids) {
+  DeviceScope device_scope(resources.device());  // the context's device, whatever the caller's
   check_ivf_device(resources, ivf);
   require(list >= 0 && list < ivf.nlist, "list = ", list, " is outside 0 .. ", ivf.nlist - 1);
   require(raw == nullptr || ivf.keep_raw, "raw: this index keeps no raw vectors");

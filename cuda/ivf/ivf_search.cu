@@ -20,6 +20,7 @@
 
 #include "cpp/backend/gpu_ivf.h"
 #include "cpp/core/error.h"
+#include "cuda/core/device_scope.h"
 #include "cuda/core/error.h"
 #include "cuda/core/resources.h"
 #include "cuda/flat/compute_modes.h"
@@ -76,6 +77,7 @@ int64_t bytes_per_query(const IvfDevice& ivf, const SearchPlan& plan, int64_t np
 
 void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const float* queries, int64_t k,
                 const IvfSearchOptions& options, float* distances, int64_t* ids) {
+  DeviceScope device_scope(resources.device());  // the context's device, whatever the caller's
   check_ivf_device(resources, ivf);
   require(nq >= 0, "nq = ", nq, " is negative");
   require(k >= 1 && k <= kMaxSelectK, "k = ", k, " is outside 1 .. ", kMaxSelectK);

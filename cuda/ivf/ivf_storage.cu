@@ -9,6 +9,7 @@
 
 #include "cpp/backend/gpu_ivf.h"
 #include "cpp/core/error.h"
+#include "cuda/core/device_scope.h"
 #include "cuda/core/error.h"
 #include "cuda/core/resources.h"
 #include "cuda/flat/kernels.h"
@@ -174,6 +175,7 @@ void check_ids_fit(const IvfDevice& ivf, int64_t n) {
 
 void ivf_add(Resources& resources, IvfDevice& ivf, int64_t n, const float* x, const int64_t* ids,
              int64_t* lists_out) {
+  DeviceScope device_scope(resources.device());  // the context's device, whatever the caller's
   check_ivf_device(resources, ivf);
   require(n >= 0, "n = ", n, " is negative");
   require(n == 0 || (x != nullptr && ids != nullptr), "x and ids must not be null");
@@ -292,6 +294,7 @@ void ivf_add(Resources& resources, IvfDevice& ivf, int64_t n, const float* x, co
 
 void ivf_append_encoded(Resources& resources, IvfDevice& ivf, int64_t list, int64_t n, const uint8_t* codes,
                         const float* raw, const int64_t* ids) {
+  DeviceScope device_scope(resources.device());  // the context's device, whatever the caller's
   check_ivf_device(resources, ivf);
   require(list >= 0 && list < ivf.nlist, "list = ", list, " is outside 0 .. ", ivf.nlist - 1);
   require(n >= 0, "n = ", n, " is negative");
@@ -346,6 +349,7 @@ void ivf_append_encoded(Resources& resources, IvfDevice& ivf, int64_t list, int6
 }
 
 int64_t ivf_remove(Resources& resources, IvfDevice& ivf, int64_t n, const int64_t* ids) {
+  DeviceScope device_scope(resources.device());  // the context's device, whatever the caller's
   check_ivf_device(resources, ivf);
   require(n >= 0, "n = ", n, " is negative");
   require(n == 0 || ids != nullptr, "ids is null");

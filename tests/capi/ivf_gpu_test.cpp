@@ -15,6 +15,7 @@ Context MakeCudaContext() {
   qv_context_options_t opts;
   qv_context_options_init(&opts);
   opts.device = QV_DEVICE_CUDA;
+  opts.device_id = TestCudaDevice(count);
   opts.cpu_threads = 2;
   qv_context_t* ctx = nullptr;
   if (qv_context_create(&opts, &ctx) != QV_OK) return Context();

@@ -12,6 +12,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <limits>
@@ -75,6 +76,16 @@ inline Context MakeCpuContext(int32_t threads = 2) {
   qv_context_t* ctx = nullptr;
   if (qv_context_create(&opts, &ctx) != QV_OK) return Context();
   return Context(ctx);
+}
+
+// The CUDA device the GPU tests run on, of `count` devices: QUIVER_TEST_DEVICE (an ordinal, or
+// "last"), 0 by default (scripts/gpu.sh runs the suites again on the last ordinal).
+inline int32_t TestCudaDevice(int32_t count) {
+  const char* value = std::getenv("QUIVER_TEST_DEVICE");
+  if (value == nullptr || *value == 0 || count <= 0) return 0;
+  if (std::string(value) == "last") return count - 1;
+  const int32_t device = static_cast<int32_t>(std::atoi(value));
+  return device >= 0 && device < count ? device : 0;
 }
 
 inline Index MakeIndex(qv_context_t* ctx, int64_t dim, qv_metric_t metric,

@@ -21,6 +21,7 @@ struct Contexts {
     o.cpu_threads = 4;
     qv_context_create(&o, &cpu);
     o.device = QV_DEVICE_CUDA;
+    o.device_id = test_device();
     qv_context_create(&o, &cuda);
   }
   ~Contexts() {

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -26,6 +28,38 @@
 
 namespace quiver::testing {
 
+// The device every context and Resources of the suites is created on: QUIVER_TEST_DEVICE (an
+// ordinal, or "last"), 0 by default. scripts/gpu.sh runs the suites again on the last ordinal of a
+// machine with several GPUs, while the test threads keep device 0 current: each entry into the
+// backend must make its own device current.
+inline int test_device() {
+  const char* value = std::getenv("QUIVER_TEST_DEVICE");
+  if (value == nullptr || *value == 0) return 0;
+  const int count = gpu::device_count();
+  if (std::string(value) == "last") return count > 0 ? count - 1 : 0;
+  const int device = std::atoi(value);
+  return device >= 0 && device < count ? device : 0;
+}
+
+inline gpu::ResourcesOptions test_resources_options() {
+  gpu::ResourcesOptions options;
+  options.device = test_device();
+  return options;
+}
+
+// Makes test_device() current for a scope: the tests' own device arrays and kernel launches.
+class TestDeviceScope {
+ public:
+  TestDeviceScope() {
+    cudaGetDevice(&previous_);
+    cudaSetDevice(test_device());
+  }
+  ~TestDeviceScope() { cudaSetDevice(previous_); }
+
+ private:
+  int previous_ = 0;
+};
+
 // One Resources for the whole test program, created on first use, destroyed before exit (so
 // compute-sanitizer's leak check sees everything freed).
 gpu::Resources& shared_resources();
@@ -34,13 +68,18 @@ gpu::Resources& shared_resources();
 template <typename T>
 class DeviceArray {
  public:
+  // On test_device(), like the Resources the tests pass it to.
   explicit DeviceArray(size_t count) : count_(count) {
+    TestDeviceScope scope;
     if (count_ > 0 && cudaMalloc(&data_, count_ * sizeof(T)) != cudaSuccess) data_ = nullptr;
   }
   explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
     if (data_ != nullptr) cudaMemcpy(data_, host.data(), count_ * sizeof(T), cudaMemcpyHostToDevice);
   }
-  ~DeviceArray() { cudaFree(data_); }
+  ~DeviceArray() {
+    TestDeviceScope scope;
+    cudaFree(data_);
+  }
   DeviceArray(const DeviceArray&) = delete;
   DeviceArray& operator=(const DeviceArray&) = delete;
 

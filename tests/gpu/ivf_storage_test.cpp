@@ -266,7 +266,7 @@ TEST(GpuIvfStorage, HostAndDevicePointers) {
 
 TEST(GpuIvfStorage, SmallTilesGiveTheSameResults) {
   QV_REQUIRE_GPU();
-  gpu::ResourcesOptions small;
+  gpu::ResourcesOptions small = testing::test_resources_options();
   small.tile_bytes = 64 << 10;  // many query tiles and add batches
   small.staging_bytes = 4 << 10;
   auto tiny = gpu::make_resources(small);

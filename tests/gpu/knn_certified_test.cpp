@@ -224,7 +224,7 @@ TEST(GpuKnnCertified, ExactWhereTheBoundsFail) {
 // Small integers: exact ties everywhere (the certificate fails where more than kc rows tie).
 TEST(GpuKnnCertified, TiesAndDuplicatesGoToTheSmallerRow) {
   QV_REQUIRE_GPU();
-  gpu::ResourcesOptions small_tiles;
+  gpu::ResourcesOptions small_tiles = testing::test_resources_options();
   small_tiles.tile_bytes = 64 << 10;
   auto small = gpu::make_resources(small_tiles);
   for (gpu::Resources* resources : {&testing::shared_resources(), small.get()}) {
@@ -306,7 +306,7 @@ TEST(GpuKnnCertified, AcceptsHostDevicePinnedAndMixedPointers) {
 // runs streamed.
 TEST(GpuKnnCertified, SmallTilesAndStreamedBase) {
   QV_REQUIRE_GPU();
-  gpu::ResourcesOptions small_tiles;
+  gpu::ResourcesOptions small_tiles = testing::test_resources_options();
   small_tiles.tile_bytes = 64 << 10;
   auto tiled = gpu::make_resources(small_tiles);
   gpu::ResourcesOptions streaming = small_tiles;

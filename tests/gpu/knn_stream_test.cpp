@@ -93,11 +93,11 @@ void run_stream_case(const StreamCase& c, uint32_t seed) {
   }
   const float* norms_ptr = c.host_norms ? norms.data() : nullptr;
 
-  gpu::ResourcesOptions whole_options;
+  gpu::ResourcesOptions whole_options = testing::test_resources_options();
   whole_options.tile_bytes = kTileBytes;
   whole_options.stream_bytes = int64_t(1) << 50;  // never streams
   gpu::ResourcesPtr whole = gpu::make_resources(whole_options);
-  gpu::ResourcesOptions stream_options;
+  gpu::ResourcesOptions stream_options = testing::test_resources_options();
   stream_options.tile_bytes = kTileBytes;
   stream_options.stream_bytes = c.stream_bytes;
   gpu::ResourcesPtr streamed = gpu::make_resources(stream_options);
@@ -213,7 +213,7 @@ TEST(GpuKnnStream, Fp16OverflowIsRefusedWhenStreamed) {
   std::vector<float> base = testing::uniform_vectors(n, dim, 400);
   base[size_t((n - 3) * dim)] = 1e6f;  // in the last chunk
   const std::vector<float> queries = testing::uniform_vectors(nq, dim, 401);
-  gpu::ResourcesOptions options;
+  gpu::ResourcesOptions options = testing::test_resources_options();
   options.tile_bytes = kTileBytes;
   options.stream_bytes = 1;
   gpu::ResourcesPtr resources = gpu::make_resources(options);
@@ -231,7 +231,7 @@ TEST(GpuKnnStream, Fp16OverflowIsRefusedWhenStreamed) {
 
 TEST(GpuKnnStream, NegativeBudgetIsRefused) {
   QV_REQUIRE_GPU();
-  gpu::ResourcesOptions options;
+  gpu::ResourcesOptions options = testing::test_resources_options();
   options.stream_bytes = -1;
   try {
     gpu::make_resources(options);

@@ -120,7 +120,7 @@ TEST(GpuKnn, MatchesFloat64ReferenceForEveryK) {
 // tiles and streams alternate.
 TEST(GpuKnn, TilingDoesNotChangeResults) {
   QV_REQUIRE_GPU();
-  gpu::ResourcesOptions options;
+  gpu::ResourcesOptions options = testing::test_resources_options();
   options.tile_bytes = 64 << 10;
   auto resources = gpu::make_resources(options);
   uint32_t seed = 50;
@@ -134,7 +134,7 @@ TEST(GpuKnn, TilingDoesNotChangeResults) {
 // Integer vectors make every distance exact, so ties are exact: the order must be (distance, row).
 TEST(GpuKnn, TiesAndDuplicatesGoToTheSmallerRow) {
   QV_REQUIRE_GPU();
-  gpu::ResourcesOptions small_tiles;
+  gpu::ResourcesOptions small_tiles = testing::test_resources_options();
   small_tiles.tile_bytes = 64 << 10;  // ties then meet across base tiles too
   auto small = gpu::make_resources(small_tiles);
   for (gpu::Resources* resources : {&testing::shared_resources(), small.get()}) {

@@ -23,7 +23,7 @@ namespace {
 class SharedResources : public ::testing::Environment {
  public:
   gpu::Resources& get() {
-    if (!resources_) resources_ = gpu::make_resources();
+    if (!resources_) resources_ = gpu::make_resources(testing::test_resources_options());
     return *resources_;
   }
   void TearDown() override { resources_.reset(); }
@@ -57,7 +57,7 @@ Status status_of(const std::function<void()>& f) {
 
 TEST(GpuResources, RejectsAMissingDevice) {
   QV_REQUIRE_GPU();
-  gpu::ResourcesOptions options;
+  gpu::ResourcesOptions options = testing::test_resources_options();
   options.device = gpu::device_count();
   EXPECT_EQ(status_of([&] { gpu::make_resources(options); }), Status::invalid_argument);
   options.device = 0;
@@ -68,7 +68,7 @@ TEST(GpuResources, RejectsAMissingDevice) {
 TEST(GpuResources, PoolReusesBlocks) {
   QV_REQUIRE_GPU();
   // Its own Resources: blocks other tests left cached in a shared pool could be handed out instead.
-  const gpu::ResourcesPtr resources = gpu::make_resources();
+  const gpu::ResourcesPtr resources = gpu::make_resources(testing::test_resources_options());
   gpu::DevicePool& pool = resources->pool();
   void* a = pool.allocate(1000);
   void* b = pool.allocate(3 << 20);

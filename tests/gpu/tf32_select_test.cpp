@@ -50,6 +50,7 @@ constexpr gpu::Tf32SelectKernel kKernels[] = {gpu::Tf32SelectKernel::automatic, 
 Result run(const Case& c, const std::vector<float>& base, const std::vector<double>& norms,
            const std::vector<float>& queries, const std::vector<uint8_t>& filter, gpu::Tf32SelectKernel kernel) {
   gpu::Resources& resources = testing::shared_resources();
+  testing::TestDeviceScope device;  // the kernel is launched here, not through a backend entry
   DeviceArray<float> y(base), x(queries), y_norms(std::vector<float>(norms.begin(), norms.end()));
   DeviceArray<uint8_t> bits(filter);
   Result r;
