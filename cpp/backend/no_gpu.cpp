@@ -2,6 +2,7 @@
 #ifndef QUIVER_HAVE_CUDA
 
 #include "cpp/backend/gpu.h"
+#include "cpp/backend/gpu_graph.h"
 #include "cpp/backend/gpu_ivf.h"
 #include "cpp/core/error.h"
 
@@ -95,6 +96,23 @@ IvfMemory ivf_memory(const IvfDevice&) { no_cuda("GPU inverted-file index"); }
 void ivf_search(Resources&, const IvfDevice&, int64_t, const float*, int64_t, const IvfSearchOptions&, float*,
                 int64_t*) {
   no_cuda("GPU inverted-file index");
+}
+
+GraphDevice* graph_create(Resources&, int64_t, Metric) { no_cuda("GPU graph search"); }
+
+void graph_free(GraphDevice*) noexcept {}
+
+void graph_upload(Resources&, GraphDevice&, int64_t, const float*, int64_t, const int32_t*, const int64_t*) {
+  no_cuda("GPU graph search");
+}
+
+int64_t graph_rows(const GraphDevice&) { return 0; }
+
+int64_t graph_device_bytes(const GraphDevice&) { return 0; }
+
+void graph_search(Resources&, const GraphDevice&, int64_t, const float*, int64_t, const GraphSearchOptions&, float*,
+                  int64_t*) {
+  no_cuda("GPU graph search");
 }
 
 }  // namespace quiver::gpu

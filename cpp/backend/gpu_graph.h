@@ -1,0 +1,71 @@
+// What the engine knows of the GPU graph search (SONG, cuda/graph/): a fixed-degree graph and its
+// vectors copied to one device, searched by one warp per query. The graph index (cpp/index/graph*)
+// keeps the authoritative copy on the host and uploads it after a build, an add or a load.
+//
+// The search follows SONG (Zhao, Tan, Li, ICDE 2020), decoupled per iteration into candidate
+// locating (the best unexpanded entries of the queue, their neighbour rows), bulk distance
+// computation (lane teams per candidate, shuffle reductions) and data-structure maintenance (a
+// sorted bounded queue of search_width entries that is both SONG's q and its top-k; a visited hash
+// table in shared memory with selected insertion and visited deletion, so it holds exactly the
+// queue's nodes and stays within 4 x search_width slots whatever the graph's size).
+//
+// Errors as in gpu.h. Every call blocks until its outputs are written and keeps no caller pointer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "cpp/backend/gpu.h"
+#include "cpp/core/metric.h"
+
+namespace quiver::gpu {
+
+class GraphDevice;
+
+// An empty graph for vectors of `dim` floats. metric: l2 or inner_product (cosine: the caller
+// normalises vectors and queries and asks for inner_product).
+GraphDevice* graph_create(Resources& resources, int64_t dim, Metric metric);
+// nullptr: no-op. No call using the graph may be running.
+void graph_free(GraphDevice* graph) noexcept;
+
+struct GraphDeviceDeleter {
+  void operator()(GraphDevice* graph) const noexcept { graph_free(graph); }
+};
+using GraphDevicePtr = std::unique_ptr<GraphDevice, GraphDeviceDeleter>;
+inline GraphDevicePtr make_graph(Resources& resources, int64_t dim, Metric metric) {
+  return GraphDevicePtr(graph_create(resources, dim, metric));
+}
+
+// Replaces the graph's contents (all or nothing: on out_of_device_memory the old contents stay):
+// n vectors (n x dim floats), the adjacency (n x degree row numbers, row-major; entries < 0 are
+// unused slots, the rest must be < n), ids (n, the id each row reports; nullptr: the row number),
+// all in host memory. 1 <= degree <= kMaxGraphDegree.
+constexpr int64_t kMaxGraphDegree = 256;
+void graph_upload(Resources& resources, GraphDevice& graph, int64_t n, const float* x, int64_t degree,
+                  const int32_t* adjacency, const int64_t* ids);
+
+int64_t graph_rows(const GraphDevice& graph);
+int64_t graph_device_bytes(const GraphDevice& graph);
+
+struct GraphSearchOptions {
+  // Queue size (SONG's K), k .. kMaxSearchWidth; the recall/speed knob.
+  int64_t search_width = 64;
+  // Nodes expanded per iteration (SONG's multi-step probing), 1 .. kMaxProbes.
+  int64_t probes = 1;
+  // Rows the search starts from (host memory, each < n); at least one.
+  const int32_t* entries = nullptr;
+  int64_t entry_count = 0;
+  // Rows that may be returned (traversal goes through every row).
+  RowFilter filter;
+};
+constexpr int64_t kMaxSearchWidth = 1024;
+constexpr int64_t kMaxProbes = 8;
+
+// Searches the k (1 .. search_width) nearest rows of each of nq queries (host or device memory);
+// writes distances (L2: squared; inner product: the product, largest first) and ids (the uploaded
+// ids), closest first, padded with missing values and -1 where fewer than k allowed rows were
+// reached; outputs in host or device memory. Throws invalid_argument on an empty graph.
+void graph_search(Resources& resources, const GraphDevice& graph, int64_t nq, const float* queries, int64_t k,
+                  const GraphSearchOptions& options, float* distances, int64_t* ids);
+
+}  // namespace quiver::gpu

@@ -1,0 +1,483 @@
+// gpu_graph.h's graph_search: SONG's warp-per-query search over a fixed-degree graph.
+//
+// Each warp owns one query and, in shared memory: the query; the queue, W = search_width entries
+// (key, row) sorted by (key, row), a row's top bit marking it expanded (the queue is both SONG's
+// candidate heap q and its result list topk, as one sorted array); the candidates of an iteration;
+// and an open-addressing visited table. Per iteration:
+//   1. candidate locating: the `probes` best unexpanded queue entries are marked expanded, and their
+//      neighbour rows not in the visited table become candidates;
+//   2. bulk distance computation: lane teams (4 .. 32 lanes, from the dimension) each take one
+//      candidate, read its vector with coalesced 16-byte loads and reduce with shuffles;
+//   3. maintenance: selected insertion (only candidates that beat the queue's last entry enter the
+//      visited table; a second copy of a row in one iteration is dropped there), a merge of the
+//      sorted survivors into the queue, and visited deletion (rows pushed out of the queue leave the
+//      table: the queue's last key only falls, so they could never re-enter).
+// The search ends when every queue entry is expanded. The visited table therefore holds the queue's
+// rows plus tombstones; it is rebuilt from the queue when it passes half full.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "cpp/backend/gpu_graph.h"
+#include "cpp/core/error.h"
+#include "cuda/core/device_scope.h"
+#include "cuda/core/error.h"
+#include "cuda/core/resources.h"
+#include "cuda/graph/graph_device.h"
+
+namespace quiver::gpu {
+
+namespace {
+
+constexpr int kWarp = 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr uint32_t kExpanded = 0x80000000u;  // top bit of a queue entry's row
+constexpr uint32_t kNoRow = 0x7fffffffu;     // an empty queue entry (sorts after every row)
+constexpr int32_t kEmptySlot = -1;           // visited table: never used
+constexpr int32_t kDeletedSlot = -2;         // visited table: a row deleted (probing goes on)
+// Queries (warps) per block: enough to hide latency, few enough for the shared memory of wide queues.
+constexpr int kMaxWarpsPerBlock = 4;
+// Candidates of one iteration (probes x degree) the shared arrays hold.
+constexpr int64_t kMaxCandidates = 256;
+constexpr int64_t kStaticSharedReserve = 1024;
+
+// The per-warp shared memory, in 4-byte words, in this order.
+struct WarpLayout {
+  int dim_padded;  // the query, padded to whole float4s
+  int width;       // W
+  int candidates;  // C
+  int table;       // T, a power of two >= 2 (W + C)
+  __host__ __device__ int words() const { return dim_padded + 4 * width + 4 * candidates + table; }
+};
+
+struct SearchArgs {
+  const float* vectors;
+  const int32_t* adjacency;
+  const int64_t* row_ids;  // nullptr: rows are ids
+  int64_t rows;
+  int dim;
+  int degree;
+  bool inner_product;
+  const float* queries;
+  int64_t nq;
+  int k;
+  int probes;
+  const int32_t* entries;
+  int entry_count;
+  const uint8_t* filter;  // nullptr: every row may be returned
+  int64_t filter_bits;
+  float* distances;
+  int64_t* ids;
+  WarpLayout layout;
+};
+
+__device__ __forceinline__ bool before(float ka, uint32_t ra, float kb, uint32_t rb) {
+  return ka < kb || (ka == kb && (ra & ~kExpanded) < (rb & ~kExpanded));
+}
+
+__device__ __forceinline__ unsigned lanes_below() {
+  unsigned mask;
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(mask));
+  return mask;
+}
+
+__device__ __forceinline__ uint32_t slot_of(int32_t row, int table) {
+  return (uint32_t(row) * 2654435761u) & uint32_t(table - 1);
+}
+
+__device__ bool table_contains(const int32_t* table, int size, int32_t row) {
+  for (uint32_t s = slot_of(row, size), probe = 0; probe < uint32_t(size); ++probe, s = (s + 1) & (size - 1)) {
+    const int32_t v = table[s];
+    if (v == row) return true;
+    if (v == kEmptySlot) return false;
+  }
+  return false;
+}
+
+// True when this call put `row` in the table (false: it was there).
+__device__ bool table_insert(int32_t* table, int size, int32_t row) {
+  for (uint32_t s = slot_of(row, size), probe = 0; probe < uint32_t(size); ++probe, s = (s + 1) & (size - 1)) {
+    int32_t v = table[s];
+    if (v == row) return false;
+    if (v == kEmptySlot) {
+      v = atomicCAS(&table[s], kEmptySlot, row);
+      if (v == kEmptySlot) return true;
+      if (v == row) return false;
+    }
+  }
+  return false;  // unreachable: the table is rebuilt before it fills
+}
+
+__device__ void table_delete(int32_t* table, int size, int32_t row) {
+  for (uint32_t s = slot_of(row, size), probe = 0; probe < uint32_t(size); ++probe, s = (s + 1) & (size - 1)) {
+    const int32_t v = table[s];
+    if (v == row) {
+      table[s] = kDeletedSlot;
+      return;
+    }
+    if (v == kEmptySlot) return;
+  }
+}
+
+// Per-warp state: pointers into the warp's shared memory and warp-uniform counters.
+struct Warp {
+  float* query;
+  float* key[2];
+  uint32_t* row[2];
+  float* cand_key;
+  int32_t* cand_row;
+  float* kept_key;
+  uint32_t* kept_row;
+  int32_t* table;
+  int width, table_size, cur, occupied, lane;
+};
+
+// Distances of cand_row[0 .. count) to the query into cand_key (keys: squared L2, or -<q, x>).
+template <int kTeam, bool kVec4>
+__device__ void compute_distances(const SearchArgs& a, Warp& w, int count) {
+  constexpr int kTeams = kWarp / kTeam;
+  const int member = w.lane % kTeam, team = w.lane / kTeam;
+  for (int c0 = 0; c0 < count; c0 += kTeams) {
+    const int c = c0 + team;
+    float sum = 0.0f;
+    if (c < count) {
+      const int64_t r = w.cand_row[c];
+      if (kVec4) {
+        const float4* x = reinterpret_cast<const float4*>(a.vectors + r * a.dim);
+        const float4* q = reinterpret_cast<const float4*>(w.query);
+        for (int f = member; f < a.dim / 4; f += kTeam) {
+          const float4 v = __ldg(x + f), u = q[f];
+          if (a.inner_product) {
+            sum = fmaf(u.x, v.x, sum); sum = fmaf(u.y, v.y, sum); sum = fmaf(u.z, v.z, sum); sum = fmaf(u.w, v.w, sum);
+          } else {
+            float d = u.x - v.x; sum = fmaf(d, d, sum); d = u.y - v.y; sum = fmaf(d, d, sum);
+            d = u.z - v.z; sum = fmaf(d, d, sum); d = u.w - v.w; sum = fmaf(d, d, sum);
+          }
+        }
+      } else {
+        const float* x = a.vectors + r * a.dim;
+        for (int f = member; f < a.dim; f += kTeam) {
+          const float v = __ldg(x + f), u = w.query[f];
+          if (a.inner_product) sum = fmaf(u, v, sum);
+          else sum = fmaf(u - v, u - v, sum);
+        }
+      }
+    }
+    for (int offset = kTeam / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(kFullMask, sum, offset);
+    if (c < count && member == 0) w.cand_key[c] = a.inner_product ? -sum : sum;
+  }
+  __syncwarp();
+}
+
+// Clears the visited table and puts the queue's rows back in it.
+__device__ void rebuild_table(Warp& w) {
+  for (int s = w.lane; s < w.table_size; s += kWarp) w.table[s] = kEmptySlot;
+  __syncwarp();
+  int inserted = 0;
+  for (int i0 = 0; i0 < w.width; i0 += kWarp) {
+    const int i = i0 + w.lane;
+    const uint32_t r = i < w.width ? w.row[w.cur][i] & ~kExpanded : kNoRow;
+    const bool in = r != kNoRow && table_insert(w.table, w.table_size, int32_t(r));
+    inserted += __popc(__ballot_sync(kFullMask, in));
+  }
+  w.occupied = inserted;
+  __syncwarp();
+}
+
+// Selected insertion, then the merge of the surviving candidates into the queue (visited deletion of
+// the rows that fall out).
+__device__ void merge_candidates(Warp& w, int count) {
+  const int W = w.width;
+  const float worst_key = w.key[w.cur][W - 1];
+  const uint32_t worst_row = w.row[w.cur][W - 1];
+  // 1. keep candidates that beat the queue's last entry and are new to the table, compacted in place.
+  int kept = 0;
+  for (int c0 = 0; c0 < count; c0 += kWarp) {
+    const int c = c0 + w.lane;
+    float key = 0.0f;
+    int32_t r = 0;
+    bool keep = false;
+    if (c < count) {
+      key = w.cand_key[c];
+      r = w.cand_row[c];
+      keep = before(key, uint32_t(r), worst_key, worst_row) && table_insert(w.table, w.table_size, r);
+    }
+    const unsigned mask = __ballot_sync(kFullMask, keep);
+    __syncwarp();
+    if (keep) {
+      const int pos = kept + __popc(mask & lanes_below());
+      w.cand_key[pos] = key;
+      w.cand_row[pos] = r;
+    }
+    kept += __popc(mask);
+    __syncwarp();
+  }
+  w.occupied += kept;
+  if (kept == 0) return;
+  // 2. sort the kept candidates by rank (few: one comparison per pair).
+  for (int j = w.lane; j < kept; j += kWarp) {
+    const float key = w.cand_key[j];
+    const uint32_t r = uint32_t(w.cand_row[j]);
+    int rank = 0;
+    for (int i = 0; i < kept; ++i) rank += before(w.cand_key[i], uint32_t(w.cand_row[i]), key, r);
+    w.kept_key[rank] = key;
+    w.kept_row[rank] = r;
+  }
+  __syncwarp();
+  // 3. merge into the other queue buffer: each entry's place is its index plus the entries of the
+  // other list before it.
+  const int next = 1 - w.cur;
+  const float* key = w.key[w.cur];
+  const uint32_t* row = w.row[w.cur];
+  for (int j = w.lane; j < kept; j += kWarp) {
+    const float kk = w.kept_key[j];
+    const uint32_t kr = w.kept_row[j];
+    int lo = 0, hi = W;  // queue entries before (kk, kr)
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (before(key[mid], row[mid], kk, kr)) lo = mid + 1;
+      else hi = mid;
+    }
+    const int pos = j + lo;
+    if (pos < W) {
+      w.key[next][pos] = kk;
+      w.row[next][pos] = kr;
+    } else {
+      table_delete(w.table, w.table_size, int32_t(kr));
+    }
+  }
+  for (int i = w.lane; i < W; i += kWarp) {
+    const float qk = key[i];
+    const uint32_t qr = row[i];
+    int lo = 0, hi = kept;  // kept candidates before (qk, qr)
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (before(w.kept_key[mid], w.kept_row[mid], qk, qr)) lo = mid + 1;
+      else hi = mid;
+    }
+    const int pos = i + lo;
+    if (pos < W) {
+      w.key[next][pos] = qk;
+      w.row[next][pos] = qr;
+    } else if ((qr & ~kExpanded) != kNoRow) {
+      table_delete(w.table, w.table_size, int32_t(qr & ~kExpanded));
+    }
+  }
+  w.cur = next;
+  __syncwarp();
+}
+
+template <int kTeam, bool kVec4>
+__global__ void graph_search_kernel(SearchArgs a) {
+  extern __shared__ __align__(16) float shared[];
+  const int warp_in_block = threadIdx.x / kWarp;
+  const int64_t q = int64_t(blockIdx.x) * (blockDim.x / kWarp) + warp_in_block;
+  if (q >= a.nq) return;  // whole warps leave together
+  const WarpLayout& L = a.layout;
+  float* base = shared + int64_t(warp_in_block) * L.words();
+  Warp w;
+  w.lane = threadIdx.x % kWarp;
+  w.width = L.width;
+  w.table_size = L.table;
+  w.query = base;
+  w.key[0] = base + L.dim_padded;
+  w.key[1] = w.key[0] + L.width;
+  w.row[0] = reinterpret_cast<uint32_t*>(w.key[1] + L.width);
+  w.row[1] = w.row[0] + L.width;
+  w.cand_key = reinterpret_cast<float*>(w.row[1] + L.width);
+  w.cand_row = reinterpret_cast<int32_t*>(w.cand_key + L.candidates);
+  w.kept_key = reinterpret_cast<float*>(w.cand_row + L.candidates);
+  w.kept_row = reinterpret_cast<uint32_t*>(w.kept_key + L.candidates);
+  w.table = reinterpret_cast<int32_t*>(w.kept_row + L.candidates);
+  w.cur = 0;
+  w.occupied = 0;
+
+  for (int d = w.lane; d < L.dim_padded; d += kWarp) w.query[d] = d < a.dim ? a.queries[q * a.dim + d] : 0.0f;
+  for (int i = w.lane; i < L.width; i += kWarp) {
+    w.key[0][i] = __int_as_float(0x7f800000);  // +inf
+    w.row[0][i] = kNoRow;
+  }
+  for (int s = w.lane; s < L.table; s += kWarp) w.table[s] = kEmptySlot;
+  __syncwarp();
+
+  // The entry points, in batches of the candidate arrays.
+  for (int e0 = 0; e0 < a.entry_count; e0 += L.candidates) {
+    const int count = min(L.candidates, a.entry_count - e0);
+    for (int i = w.lane; i < count; i += kWarp) w.cand_row[i] = a.entries[e0 + i];
+    __syncwarp();
+    compute_distances<kTeam, kVec4>(a, w, count);
+    merge_candidates(w, count);
+  }
+
+  __shared__ int32_t picked_rows[kMaxWarpsPerBlock][kMaxProbes];
+  int32_t* picked_row = picked_rows[warp_in_block];
+  while (true) {
+    // 1. candidate locating: the best unexpanded entries.
+    int picked = 0;
+    for (int i0 = 0; i0 < L.width && picked < a.probes; i0 += kWarp) {
+      const int i = i0 + w.lane;
+      const uint32_t r = i < L.width ? w.row[w.cur][i] : kNoRow;
+      unsigned mask = __ballot_sync(kFullMask, r != kNoRow && (r & kExpanded) == 0);
+      while (mask != 0 && picked < a.probes) {
+        const int src = __ffs(mask) - 1;
+        mask &= mask - 1;
+        if (w.lane == src) {
+          picked_row[picked] = int32_t(r);
+          w.row[w.cur][i] = r | kExpanded;
+        }
+        ++picked;
+      }
+    }
+    __syncwarp();
+    if (picked == 0) break;
+    if (w.occupied + picked * a.degree > L.table / 2) rebuild_table(w);
+    int count = 0;
+    const int total = picked * a.degree;
+    for (int j0 = 0; j0 < total; j0 += kWarp) {
+      const int j = j0 + w.lane;
+      int32_t nb = -1;
+      if (j < total) nb = __ldg(a.adjacency + int64_t(picked_row[j / a.degree]) * a.degree + j % a.degree);
+      const bool fresh = nb >= 0 && !table_contains(w.table, L.table, nb);
+      const unsigned mask = __ballot_sync(kFullMask, fresh);
+      if (fresh) w.cand_row[count + __popc(mask & lanes_below())] = nb;
+      count += __popc(mask);
+    }
+    __syncwarp();
+    // 2. bulk distances, 3. maintenance.
+    compute_distances<kTeam, kVec4>(a, w, count);
+    merge_candidates(w, count);
+  }
+
+  // The first k allowed entries are the results.
+  int written = 0;
+  for (int i0 = 0; i0 < L.width && written < a.k; i0 += kWarp) {
+    const int i = i0 + w.lane;
+    const uint32_t r = i < L.width ? w.row[w.cur][i] & ~kExpanded : kNoRow;
+    bool allowed = r != kNoRow;
+    if (allowed && a.filter != nullptr)
+      allowed = int64_t(r) < a.filter_bits && (a.filter[r >> 3] >> (r & 7)) & 1;
+    const unsigned mask = __ballot_sync(kFullMask, allowed);
+    const int pos = written + __popc(mask & lanes_below());
+    if (allowed && pos < a.k) {
+      const float key = w.key[w.cur][i];
+      a.distances[q * a.k + pos] = a.inner_product ? -key : key;
+      a.ids[q * a.k + pos] = a.row_ids != nullptr ? a.row_ids[r] : int64_t(r);
+    }
+    written += __popc(mask);
+  }
+  for (int pos = written + w.lane; pos < a.k; pos += kWarp) {
+    a.distances[q * a.k + pos] = a.inner_product ? __int_as_float(0xff800000) : __int_as_float(0x7f800000);
+    a.ids[q * a.k + pos] = -1;
+  }
+}
+
+using KernelFn = void (*)(SearchArgs);
+
+template <bool kVec4>
+KernelFn kernel_for_team(int team) {
+  switch (team) {
+    case 4: return graph_search_kernel<4, kVec4>;
+    case 8: return graph_search_kernel<8, kVec4>;
+    case 16: return graph_search_kernel<16, kVec4>;
+    default: return graph_search_kernel<32, kVec4>;
+  }
+}
+
+// Lanes per distance: about four 16-byte loads per lane, 4 .. 32 lanes.
+int team_size(int64_t dim) {
+  const int64_t loads = (dim + 3) / 4;
+  int team = 4;
+  while (team < kWarp && team * 4 < loads) team *= 2;
+  return team;
+}
+
+int next_power_of_two(int64_t x) {
+  int p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+void graph_search(Resources& resources, const GraphDevice& graph, int64_t nq, const float* queries, int64_t k,
+                  const GraphSearchOptions& options, float* distances, int64_t* ids) {
+  DeviceScope device_scope(resources.device());
+  require(graph.device == resources.device(), "the graph lives on device ", graph.device, ", the resources on ",
+          resources.device());
+  require(graph.rows > 0, "the graph is empty");
+  require(nq >= 0, "nq = ", nq, " is negative");
+  require(options.search_width >= 1 && options.search_width <= kMaxSearchWidth, "search_width = ",
+          options.search_width, " is outside 1 .. ", kMaxSearchWidth);
+  require(k >= 1 && k <= options.search_width, "k = ", k, " is outside 1 .. search_width (",
+          options.search_width, ")");
+  require(options.probes >= 1 && options.probes <= kMaxProbes, "probes = ", options.probes, " is outside 1 .. ",
+          kMaxProbes);
+  require(options.probes * graph.degree <= kMaxCandidates, "probes x degree = ", options.probes * graph.degree,
+          " is above ", kMaxCandidates);
+  require(options.entries != nullptr && options.entry_count >= 1, "at least one entry point is needed");
+  for (int64_t i = 0; i < options.entry_count; ++i)
+    require(options.entries[i] >= 0 && options.entries[i] < graph.rows, "entries[", i, "] = ", options.entries[i],
+            " is not a row");
+  if (nq == 0) return;
+  require(queries != nullptr && distances != nullptr && ids != nullptr, "queries and outputs must not be null");
+
+  SearchArgs a{};
+  a.layout.dim_padded = int((graph.dim + 3) / 4 * 4);
+  a.layout.width = int(options.search_width);
+  a.layout.candidates = int(std::max<int64_t>(options.probes * graph.degree, kWarp));
+  a.layout.table = next_power_of_two(2 * (a.layout.width + a.layout.candidates));
+  const int64_t warp_bytes = int64_t(a.layout.words()) * 4;
+  // The kernel's own static shared memory (picked rows) comes off the opt-in maximum.
+  const int64_t max_shared = resources.limits().max_shared_bytes - kStaticSharedReserve;
+  require(warp_bytes <= max_shared, "search_width = ", options.search_width, " needs ", warp_bytes,
+          " bytes of shared memory per query, above the device's ", max_shared);
+  const int warps = int(std::clamp<int64_t>(max_shared / warp_bytes, 1, kMaxWarpsPerBlock));
+  const bool vec4 = graph.dim % 4 == 0;
+  const KernelFn kernel = vec4 ? kernel_for_team<true>(team_size(graph.dim)) : kernel_for_team<false>(team_size(graph.dim));
+  const int64_t shared_bytes = warp_bytes * warps;
+
+  Session session(resources);
+  cudaStream_t stream = resources.stream(0);
+  DevicePool& pool = resources.pool();
+  const int device = resources.device();
+  PoolBuffer<float> q_dev(pool, nq * graph.dim);
+  copy_to_device(resources.staging(), device, q_dev.get(), queries, size_t(nq * graph.dim) * sizeof(float), stream);
+  PoolBuffer<int32_t> entries(pool, options.entry_count);
+  copy_to_device(resources.staging(), device, entries.get(), options.entries,
+                 size_t(options.entry_count) * sizeof(int32_t), stream);
+  PoolBuffer<uint8_t> filter;
+  if (options.filter.bits != nullptr) {
+    const int64_t bytes = (options.filter.nbits + 7) / 8;
+    filter = PoolBuffer<uint8_t>(pool, std::max<int64_t>(bytes, 1));
+    if (bytes > 0) copy_to_device(resources.staging(), device, filter.get(), options.filter.bits, size_t(bytes), stream);
+  }
+  PoolBuffer<float> d_dev(pool, nq * k);
+  PoolBuffer<int64_t> i_dev(pool, nq * k);
+
+  a.vectors = graph.vectors.get();
+  a.adjacency = graph.adjacency.get();
+  a.row_ids = graph.ids.size() > 0 ? graph.ids.get() : nullptr;
+  a.rows = graph.rows;
+  a.dim = int(graph.dim);
+  a.degree = int(graph.degree);
+  a.inner_product = graph.metric == Metric::inner_product;
+  a.queries = q_dev.get();
+  a.nq = nq;
+  a.k = int(k);
+  a.probes = int(options.probes);
+  a.entries = entries.get();
+  a.entry_count = int(options.entry_count);
+  a.filter = options.filter.bits != nullptr ? filter.get() : nullptr;
+  a.filter_bits = options.filter.bits != nullptr ? options.filter.nbits : 0;
+  a.distances = d_dev.get();
+  a.ids = i_dev.get();
+  QV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared_bytes)));
+  const int64_t blocks = (nq + warps - 1) / warps;
+  kernel<<<unsigned(blocks), unsigned(warps * kWarp), size_t(shared_bytes), stream>>>(a);
+  QV_LAUNCH_CHECK("graph_search_kernel");
+  copy_from_device(resources.staging(), device, distances, d_dev.get(), size_t(nq * k) * sizeof(float), stream);
+  copy_from_device(resources.staging(), device, ids, i_dev.get(), size_t(nq * k) * sizeof(int64_t), stream);
+  session.finish();
+}
+
+}  // namespace quiver::gpu

@@ -1,0 +1,174 @@
+// gpu::graph_search (SONG, cuda/graph/): against brute force in double. A queue at least as wide as
+// the graph keeps every reachable row, so on a connected graph the search is exact, whatever the
+// degree, dimension (every lane-team size, float4 and scalar loads), probes or filter; narrower
+// queues are checked by recall on a k-NN graph.
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "cpp/backend/gpu_graph.h"
+#include "cpp/core/error.h"
+#include "gpu_testing.h"
+
+namespace quiver::testing {
+namespace {
+
+struct Neighbours {
+  std::vector<float> distances;
+  std::vector<int64_t> ids;
+};
+
+// The k best allowed rows per query by (value, row), in double; ids through row_ids when given.
+Neighbours brute_force(bool l2, const std::vector<float>& x, const std::vector<float>& q, int64_t dim, int64_t k,
+                       const std::vector<uint8_t>* filter, const std::vector<int64_t>* row_ids) {
+  const int64_t n = int64_t(x.size()) / dim, nq = int64_t(q.size()) / dim;
+  Neighbours out{std::vector<float>(size_t(nq * k)), std::vector<int64_t>(size_t(nq * k), -1)};
+  for (int64_t i = 0; i < nq; ++i) {
+    std::vector<std::pair<double, int64_t>> all;
+    for (int64_t r = 0; r < n; ++r) {
+      if (!allowed(filter, r)) continue;
+      const double v = exact_value(l2, &q[i * dim], &x[r * dim], dim);
+      all.push_back({l2 ? v : -v, r});
+    }
+    std::sort(all.begin(), all.end());
+    for (int64_t j = 0; j < k && j < int64_t(all.size()); ++j) {
+      out.distances[i * k + j] = float(l2 ? all[j].first : -all[j].first);
+      out.ids[i * k + j] = row_ids ? (*row_ids)[all[j].second] : all[j].second;
+    }
+  }
+  return out;
+}
+
+// Each row linked to its `degree` nearest rows (brute force) and, for connectivity, to row + 1.
+std::vector<int32_t> knn_graph(bool l2, const std::vector<float>& x, int64_t dim, int64_t degree) {
+  const int64_t n = int64_t(x.size()) / dim;
+  std::vector<int32_t> g(size_t(n * degree), -1);
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<std::pair<double, int64_t>> all;
+    for (int64_t r = 0; r < n; ++r)
+      if (r != i) {
+        const double v = exact_value(l2, &x[i * dim], &x[r * dim], dim);
+        all.push_back({l2 ? v : -v, r});
+      }
+    std::sort(all.begin(), all.end());
+    int64_t out = 0;
+    g[i * degree + out++] = int32_t((i + 1) % n);
+    for (const auto& [v, r] : all) {
+      if (out == degree) break;
+      if (r != (i + 1) % n) g[i * degree + out++] = int32_t(r);
+    }
+  }
+  return g;
+}
+
+Neighbours search(gpu::GraphDevice& graph, const std::vector<float>& q, int64_t dim, int64_t k,
+                  const gpu::GraphSearchOptions& options) {
+  const int64_t nq = int64_t(q.size()) / dim;
+  Neighbours out{std::vector<float>(size_t(nq * k)), std::vector<int64_t>(size_t(nq * k))};
+  gpu::graph_search(shared_resources(), graph, nq, q.data(), k, options, out.distances.data(), out.ids.data());
+  return out;
+}
+
+struct Case {
+  int64_t n, dim, degree, k, probes;
+  bool l2;
+};
+
+TEST(GpuGraphSearch, WideQueueIsExactOnConnectedGraphs) {
+  QV_REQUIRE_GPU();
+  const Case cases[] = {{300, 1, 3, 1, 1, true},    {301, 3, 7, 10, 2, true},   {257, 45, 13, 20, 1, false},
+                        {500, 128, 16, 10, 3, true}, {333, 784, 5, 7, 1, true}, {99, 17, 32, 99, 8, false},
+                        {2, 4, 1, 2, 1, true}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "n " << c.n << " dim " << c.dim << " degree " << c.degree << " k " << c.k
+                                      << " probes " << c.probes << (c.l2 ? " L2" : " IP"));
+    // Small integers: exact float sums, so ties are exact and their order (by row) is testable.
+    const auto x = integer_vectors(c.n, c.dim, 1, 3), q = integer_vectors(37, c.dim, 2, 3);
+    const auto adjacency = knn_graph(c.l2, x, c.dim, c.degree);
+    std::vector<int64_t> row_ids(size_t(c.n));
+    for (int64_t r = 0; r < c.n; ++r) row_ids[r] = 1000 + 3 * r;
+    gpu::GraphDevicePtr graph = gpu::make_graph(shared_resources(), c.dim, c.l2 ? Metric::l2 : Metric::inner_product);
+    gpu::graph_upload(shared_resources(), *graph, c.n, x.data(), c.degree, adjacency.data(), row_ids.data());
+    const int32_t entry = int32_t(c.n / 2);
+    gpu::GraphSearchOptions options;
+    options.search_width = std::max<int64_t>(c.n, c.k);
+    options.probes = c.probes;
+    options.entries = &entry;
+    options.entry_count = 1;
+    const Neighbours got = search(*graph, q, c.dim, c.k, options);
+    const Neighbours want = brute_force(c.l2, x, q, c.dim, c.k, nullptr, &row_ids);
+    EXPECT_EQ(got.ids, want.ids);
+    EXPECT_EQ(got.distances, want.distances);
+
+    // Every third row allowed: traversal goes through the others, results skip them.
+    std::vector<uint8_t> filter(size_t((c.n + 7) / 8), 0);
+    for (int64_t r = 0; r < c.n; r += 3) filter[r / 8] |= uint8_t(1u << (r % 8));
+    options.filter = gpu::RowFilter{filter.data(), c.n};
+    const Neighbours filtered = search(*graph, q, c.dim, c.k, options);
+    const Neighbours want_filtered = brute_force(c.l2, x, q, c.dim, c.k, &filter, &row_ids);
+    EXPECT_EQ(filtered.ids, want_filtered.ids);
+  }
+}
+
+TEST(GpuGraphSearch, NarrowQueueFindsMostNeighbours) {
+  QV_REQUIRE_GPU();
+  const int64_t n = 4001, dim = 12, degree = 16, k = 10, nq = 200;
+  const auto x = uniform_vectors(n, dim, 3), q = uniform_vectors(nq, dim, 4);
+  const auto adjacency = knn_graph(true, x, dim, degree);
+  gpu::GraphDevicePtr graph = gpu::make_graph(shared_resources(), dim, Metric::l2);
+  gpu::graph_upload(shared_resources(), *graph, n, x.data(), degree, adjacency.data(), nullptr);
+  const Neighbours want = brute_force(true, x, q, dim, k, nullptr, nullptr);
+  std::vector<int32_t> entries = {0, 1000, 2000, 3000};
+  double previous = 0;
+  for (int64_t width : {16, 64, 256}) {
+    gpu::GraphSearchOptions options;
+    options.search_width = width;
+    options.entries = entries.data();
+    options.entry_count = int64_t(entries.size());
+    const Neighbours got = search(*graph, q, dim, k, options);
+    int64_t found = 0;
+    for (int64_t i = 0; i < nq; ++i)
+      for (int64_t j = 0; j < k; ++j)
+        found += std::count(&want.ids[i * k], &want.ids[i * k] + k, got.ids[i * k + j]);
+    const double recall = double(found) / double(nq * k);
+    EXPECT_GE(recall, previous - 0.01) << "width " << width;
+    previous = recall;
+    // Results are sorted and their distances are exact.
+    for (int64_t i = 0; i < nq; ++i)
+      for (int64_t j = 0; j < k; ++j) {
+        ASSERT_GE(got.ids[i * k + j], 0);
+        const double exact = exact_value(true, &q[i * dim], &x[got.ids[i * k + j] * dim], dim);
+        EXPECT_NEAR(got.distances[i * k + j], exact, 1e-4 * (1 + exact));
+        if (j > 0) EXPECT_LE(got.distances[i * k + j - 1], got.distances[i * k + j]);
+      }
+  }
+  EXPECT_GE(previous, 0.98);
+}
+
+TEST(GpuGraphSearch, RejectsBadArguments) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = shared_resources();
+  gpu::GraphDevicePtr graph = gpu::make_graph(resources, 4, Metric::l2);
+  const std::vector<float> x(8, 1.0f);
+  const int32_t adjacency[] = {1, 5};
+  EXPECT_THROW(gpu::graph_upload(resources, *graph, 2, x.data(), 1, adjacency, nullptr), Error);
+  const int32_t good[] = {1, 0};
+  gpu::graph_upload(resources, *graph, 2, x.data(), 1, good, nullptr);
+  float d[4];
+  int64_t ids[4];
+  const int32_t entry = 0, bad_entry = 2;
+  gpu::GraphSearchOptions options;
+  options.search_width = 2;
+  options.entries = &entry;
+  options.entry_count = 1;
+  EXPECT_THROW(gpu::graph_search(resources, *graph, 1, x.data(), 3, options, d, ids), Error);  // k > width
+  options.entries = &bad_entry;
+  EXPECT_THROW(gpu::graph_search(resources, *graph, 1, x.data(), 1, options, d, ids), Error);
+  options.entries = &entry;
+  options.probes = 0;
+  EXPECT_THROW(gpu::graph_search(resources, *graph, 1, x.data(), 1, options, d, ids), Error);
+  EXPECT_THROW(gpu::make_graph(resources, 4, Metric::cosine), Error);
+}
+
+}  // namespace
+}  // namespace quiver::testing
