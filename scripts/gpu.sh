@@ -5,10 +5,17 @@
 # OpenBLAS and GoogleTest already installed (it installs nothing and needs no network).
 # Every log goes to $OUT (default ./out).
 #
-# usage: scripts/gpu.sh
+# usage: scripts/gpu.sh                      everything above
+#        scripts/gpu.sh --sanitize TOOL      only the GPU suite under compute-sanitizer TOOL (racecheck,
+#                                            memcheck, synccheck or initcheck), built alone, with the
+#                                            suites' smaller problems (QUIVER_SANITIZER_SIZES=small) and
+#                                            split into shards run side by side: the whole suite fits
+#                                            one 10-minute call. Prints the hazards / errors found.
 #   environment: OUT (log folder), QUIVER_JOBS (default 16), CMAKE_CUDA_ARCHITECTURES (default 90),
 #                QUIVER_MEMCHECK_FILTER (a --gtest_filter for the memcheck run, default all),
-#                QUIVER_MEMCHECK_ARGS (more compute-sanitizer options)
+#                QUIVER_MEMCHECK_ARGS (more compute-sanitizer options),
+#                QUIVER_SANITIZER_SHARDS (--sanitize: processes side by side, default 8),
+#                QUIVER_SANITIZER_FILTER (--sanitize: a --gtest_filter, default all)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -19,6 +26,20 @@ arch="${CMAKE_CUDA_ARCHITECTURES:-90}"
 build=build-gpu
 summary=()
 failed=0
+sanitize=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --sanitize)
+      sanitize="${2:-}"
+      shift 2 || { echo "gpu.sh: --sanitize needs a tool" >&2; exit 2; }
+      ;;
+    *) echo "gpu.sh: unknown argument $1 (see the usage at the top of the script)" >&2; exit 2 ;;
+  esac
+done
+case "$sanitize" in
+  "" | racecheck | memcheck | synccheck | initcheck) ;;
+  *) echo "gpu.sh: --sanitize takes racecheck, memcheck, synccheck or initcheck, not $sanitize" >&2; exit 2 ;;
+esac
 
 step() {
   local name="$1" log="$OUT/$1.log"
@@ -46,16 +67,79 @@ step() {
   ${CXX:-c++} --version | head -1
 } 2>&1 | tee "$OUT/machine.txt"
 
-if step configure cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DQUIVER_CUDA=ON \
+find_sanitizer() {
+  local found
+  found="$(command -v compute-sanitizer || true)"
+  [[ -z "$found" && -x /usr/local/cuda/bin/compute-sanitizer ]] && found=/usr/local/cuda/bin/compute-sanitizer
+  echo "$found"
+}
+
+# One shard of the GPU suite under the sanitizer (gtest's own sharding: test i goes to shard i mod N).
+sanitize_shard() {
+  local sanitizer="$1" tool="$2" shards="$3" index="$4"
+  local options=(--tool "$tool" --error-exitcode 1)
+  # API errors are not reported: the suite provokes some on purpose (out-of-memory tests).
+  [[ "$tool" == memcheck ]] && options+=(--leak-check full --report-api-errors no)
+  [[ "$tool" == racecheck ]] && options+=(--racecheck-report hazard)
+  GTEST_TOTAL_SHARDS="$shards" GTEST_SHARD_INDEX="$index" QUIVER_SANITIZER_SIZES=small \
+    "$sanitizer" "${options[@]}" ${QUIVER_MEMCHECK_ARGS:-} "$build/tests/quiver_gpu_test" \
+    --gtest_filter="${QUIVER_SANITIZER_FILTER:-*}"
+}
+
+# --sanitize TOOL: the shards side by side (the sanitizer's host side is the bottleneck; one GPU
+# serves them all), then the hazards or errors they report, summed.
+sanitize_suite() {
+  local tool="$1" shards="${QUIVER_SANITIZER_SHARDS:-8}" sanitizer pids=() rc=0 i
+  sanitizer="$(find_sanitizer)"
+  if [[ -z "$sanitizer" ]]; then
+    echo "compute-sanitizer not found"
+    return 1
+  fi
+  for ((i = 0; i < shards; ++i)); do
+    sanitize_shard "$sanitizer" "$tool" "$shards" "$i" >"$OUT/$tool-shard$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    if ! wait "${pids[$i]}"; then
+      echo "shard $i failed (exit code): $OUT/$tool-shard$i.log"
+      rc=1
+    fi
+  done
+  local tests findings
+  tests=$(cat "$OUT/$tool"-shard*.log | grep -c '^\[       OK \]')
+  # "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)", "ERROR SUMMARY: N errors".
+  findings=$(cat "$OUT/$tool"-shard*.log | grep -oE '(RACECHECK SUMMARY: [0-9]+ hazard|ERROR SUMMARY: [0-9]+ error)' |
+    grep -oE '[0-9]+' | awk '{s += $1} END {print s + 0}')
+  cat "$OUT/$tool"-shard*.log | grep -E '^\[  FAILED  \]|SUMMARY' | sort | uniq -c
+  echo "$tool: $tests tests passed in $shards shards, $findings hazards / errors reported"
+  [[ "$findings" -eq 0 ]] || rc=1
+  return $rc
+}
+
+if [[ -n "$sanitize" ]]; then
+  if step configure cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DQUIVER_CUDA=ON \
+         -DCMAKE_CUDA_ARCHITECTURES="$arch" &&
+     step build cmake --build "$build" -j "$jobs" --target quiver_gpu_test; then
+    step "$sanitize" sanitize_suite "$sanitize"
+  fi
+elif step configure cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DQUIVER_CUDA=ON \
        -DCMAKE_CUDA_ARCHITECTURES="$arch" &&
    step build cmake --build "$build" -j "$jobs"; then
   step gpu-tests ctest --test-dir "$build" -L gpu --output-on-failure --timeout 1800 --no-tests=error
+  # With several GPUs, the suite again with every test context on the last device while the test
+  # threads keep device 0 current (tests/gpu/gpu_testing.h: QUIVER_TEST_DEVICE).
+  gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
+  if [[ "$gpus" -ge 2 ]]; then
+    step gpu-tests-last-device env QUIVER_TEST_DEVICE=last \
+      ctest --test-dir "$build" -L gpu --output-on-failure --timeout 1800 --no-tests=error
+  else
+    summary+=("  SKIP  gpu-tests-last-device  one GPU")
+  fi
   step other-tests ctest --test-dir "$build" -LE gpu --output-on-failure --timeout 1800 -j 8
 
   gpu_test="$build/tests/quiver_gpu_test"
   if [[ -x "$gpu_test" ]]; then
-    sanitizer="$(command -v compute-sanitizer || true)"
-    [[ -z "$sanitizer" && -x /usr/local/cuda/bin/compute-sanitizer ]] && sanitizer=/usr/local/cuda/bin/compute-sanitizer
+    sanitizer="$(find_sanitizer)"
     if [[ -n "$sanitizer" ]]; then
       # API errors are not reported: the suite provokes some on purpose (out-of-memory tests), and the
       # library checks every CUDA call itself; memcheck is here for memory access errors and leaks.

@@ -159,7 +159,7 @@ bool env_set(const char* name, bool zero_means_off) {
 
 }  // namespace
 
-CertifyModel certify_model(bool tf32, bool l2, int64_t dim) {
+CertifyModel certify_model(bool tf32, bool l2, int64_t dim, bool centred) {
   // cuBLAS rounds SGEMM's inputs to TF32 under NVIDIA_TF32_OVERRIDE=1 and emulates it under
   // CUBLAS_EMULATE_SINGLE_PRECISION: then no tighter bound than TF32's is assumed.
   const bool sgemm_rounded = env_set("NVIDIA_TF32_OVERRIDE", false) && std::strcmp(std::getenv("NVIDIA_TF32_OVERRIDE"), "1") == 0;
@@ -175,6 +175,7 @@ CertifyModel certify_model(bool tf32, bool l2, int64_t dim) {
   m.norms = 2 * (d + 2) * kFloatUnit;   // the base norms: float sums of squares (gamma_dim, 2x)
   m.rerank = 2 * (d + 2) * kFloatUnit;  // exact_distances.h's gamma_(dim+2), 2x
   m.absolute = (4 * d + 16) * 0x1p-126;
+  m.centring = centred && l2 ? kFloatUnit : 0;  // x - m rounded once (to nearest; subnormal results are exact)
   return m;
 }
 

@@ -46,8 +46,16 @@ __device__ inline bool certified(const CertifyModel& m, double s, double f, doub
     if (!(product + norm < kMaxCertifiedMagnitude)) return false;
     // Key error: the product (twice), the norm, one rounding of their sum.
     const double e = (2 * g + m.norms * y * y + kFloatUnit * (product + norm) + m.absolute) * (1 + kSlack);
-    // The exact key of a row outside the kc is at least (1 - rerank) * D, D >= s - e + ||x||^2.
-    lower = (s - e + x2 * (1 - kSlack)) * (1 - m.rerank);
+    // D >= s - e + ||x||^2 for a row outside the kc, whose exact key is at least (1 - rerank) * D.
+    lower = s - e + x2 * (1 - kSlack);
+    if (m.centring > 0) {
+      // D was of the centred floats: the true distance's root is smaller by at most u (|x - m| +
+      // |y - m|), with |x - m| <= |x~| / (1 - u).
+      const double shift = m.centring * (x + y) / (1 - m.centring) * (1 + kSlack);
+      const double root = sqrt(fmax(lower, 0.0)) * (1 - kSlack) - shift;
+      lower = root > 0 ? root * root * (1 - kSlack) : 0;
+    }
+    lower *= 1 - m.rerank;
   } else {
     if (!(xt * yt * (1 + m.accumulation) < kMaxCertifiedMagnitude)) return false;
     // ... at least -<x, y> - rerank |x| |y| >= s - g - rerank |x| max|y|.

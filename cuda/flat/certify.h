@@ -13,6 +13,10 @@
 // norms (relative error `norms`) and one float rounding. The bound for rows outside the kc takes the
 // base's largest ||y|| and r_y, so only two numbers per base are needed.
 //
+// Centred passes (L2 only, centring.h) multiply x~ = fl(x - m) and y~ = fl(y - m): the bound above
+// then holds for the centred floats, and ||(x - y) - (x~ - y~)|| <= u (|x - m| + |y - m|) (u: float's
+// unit roundoff, one rounding per value) moves the distance's square root by at most that much.
+//
 // A query is certified when (L2) (1 - rerank) (s_kc - E + ||x||^2) > F_k, or (similarities)
 // s_kc - E - rerank |x| max|y| > F_k, where s_kc is the kc-th approximate key, E the bound above and
 // F_k the k-th smallest exact key of the candidates; or when fewer than kc rows were selected (every
@@ -35,13 +39,14 @@ struct CertifyModel {
   double norms = 0;             // relative error of the base norms added to L2 keys
   double rerank = 0;            // relative error of the exact key (exact_distances.h)
   double absolute = 0;          // underflow: flushed products and sums
+  double centring = 0;          // relative error of each GEMM input against x - m (0: not centred)
 };
 
 // The model for an exact-search pass whose GEMM is cuBLAS SGEMM (tf32 == false) or TF32 on the
 // float inputs (tf32 == true), for vectors of `dim` values. SGEMM is modelled as TF32 when the
 // environment asks cuBLAS to round or emulate it (NVIDIA_TF32_OVERRIDE=1,
-// CUBLAS_EMULATE_SINGLE_PRECISION set).
-CertifyModel certify_model(bool tf32, bool l2, int64_t dim);
+// CUBLAS_EMULATE_SINGLE_PRECISION set). centred (L2 only): the inputs are centred (centring.h).
+CertifyModel certify_model(bool tf32, bool l2, int64_t dim, bool centred = false);
 
 // Two numbers per base, in device memory as float bits (non-negative floats order as their bits):
 // [0] an upper bound on max ||y||^2, [1] on max r_y^2 (squared TF32 residual norm). Zero them, then

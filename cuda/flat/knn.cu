@@ -20,6 +20,12 @@
 // unproven through the direct pass, which ranks every row by its exact distance. k above
 // kMaxCertifiedK leaves no room for candidates beyond k: the direct pass answers every query.
 //
+// L2 data far from the origin (every row near some offset) makes |x| |y|, and with it the
+// certificate's bound, large next to the gaps between neighbours: the TF32 and SGEMM passes then
+// multiply rows less a centre m near the base's mean (centring.h; chosen per call from a sample of
+// the base, only where it shrinks the bound), a centred copy of an unstreamed base made once per
+// call, a streamed base's chunks centred as they arrive. The re-rank reads the original rows.
+//
 // The TF32 pass on a base on the device (dim a multiple of 4 up to 128, kc <= 32, 256 queries or more)
 // is one kernel instead (tf32_select.h): tensor-core products selected where they are computed, each
 // block's splits of the base giving kc candidates per query that one selection merges into the
@@ -48,6 +54,7 @@
 #include "cuda/core/device_scope.h"
 #include "cuda/core/error.h"
 #include "cuda/core/resources.h"
+#include "cuda/flat/centring.h"
 #include "cuda/flat/certify.h"
 #include "cuda/flat/compute_modes.h"
 #include "cuda/flat/exact_distances.h"
@@ -153,6 +160,7 @@ struct PassSpec {
   TileKind kind = TileKind::sgemm;
   int64_t kc = 0;         // candidates per query (k for the direct tile)
   bool certify = false;   // write per-query certificate flags (certify.h)
+  bool centred = false;   // the GEMM multiplies the centred rows (centring.h; Shared::centre)
   CertifyModel model;
 };
 
@@ -173,6 +181,10 @@ struct Shared {
   const float* y_norms = nullptr;  // its squared norms (L2, not streamed)
   PoolBuffer<float> base_copy, norms_copy;
   PoolBuffer<uint8_t> filter_copy;
+  // Centring (centring.h), where centre_base chose it: m, and (not streamed) the centred base and
+  // its squared norms; a streamed base's chunks are centred as they arrive.
+  bool centred = false;
+  PoolBuffer<float> centre, centred_base, centred_norms;
 };
 
 // Host bytes to dst: host memory by memcpy, device memory (one output of two may be) by the runtime.
@@ -245,6 +257,45 @@ void prepare(Shared& sh, int64_t columns, bool half) {
   }
 }
 
+// Chooses centring for the fp32 mode's L2 passes (centring.h) from a sample of the base (after
+// prepare); makes the centred copy of an unstreamed base. Out of device memory for the copy: the
+// passes run uncentred (slower where the data is far from the origin, the same results).
+void centre_base(Shared& sh) {
+  Resources& resources = *sh.resources;
+  DevicePool& pool = resources.pool();
+  cudaStream_t s0 = resources.stream(0);
+  const int64_t n = sh.n, dim = sh.dim;
+  const int64_t samples = std::min(n, kCentreSampleRows);
+  std::vector<double> sums;
+  if (sh.streamed) {
+    sums = sample_sums_host(sh.base, n, dim, samples);
+  } else {
+    PoolBuffer<double> workspace(pool, sample_sums_workspace(dim));
+    sums = sample_sums_device(sh.y, n, dim, samples, workspace.get(), s0);
+  }
+  const std::vector<float> centre = choose_centre(sums, dim, samples);
+  if (centre.empty()) return;
+  try {
+    sh.centre = PoolBuffer<float>(pool, dim);
+    if (!sh.streamed) {
+      sh.centred_base = PoolBuffer<float>(pool, n * dim);
+      sh.centred_norms = PoolBuffer<float>(pool, n);
+    }
+  } catch (const Error& e) {
+    if (e.status() != Status::out_of_device_memory) throw;
+    sh.centre.reset();
+    sh.centred_base.reset();
+    return;
+  }
+  copy_to_device(resources.staging(), resources.device(), sh.centre.get(), centre.data(),
+                 size_t(dim) * sizeof(float), s0);
+  if (!sh.streamed) {
+    launch_centre(sh.y, n, dim, sh.centre.get(), sh.centred_base.get(), s0);
+    launch_row_norms(sh.centred_base.get(), n, dim, sh.centred_norms.get(), s0);
+  }
+  sh.centred = true;
+}
+
 // One pass over the base for nq queries (host or device memory): distances and ids (nq x k, host or
 // device) written, and with spec.certify, (*flags)[q] = whether query q's result is certified.
 // Returns with every stream idle.
@@ -278,9 +329,22 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
     copy_to_device(staging, device, query_copy.get(), queries, size_t(nq * dim) * sizeof(float), s0);
     x = query_copy.get();
   }
+  // Centred passes: the GEMMs, the TF32 kernel and the certificate's statistics read the centred
+  // rows (xc, yc, yc_norms; a streamed base's chunks are centred in place); the re-rank and the
+  // direct tiles the original ones (x, y).
+  const bool centred = spec.centred;
+  PoolBuffer<float> query_centred;
+  const float* xc = x;
+  const float* yc = centred && !streamed ? sh.centred_base.get() : y;
+  const float* yc_norms = centred && !streamed ? sh.centred_norms.get() : y_norms;
+  if (centred) {
+    query_centred = PoolBuffer<float>(pool, nq * dim);
+    launch_centre(x, nq, dim, sh.centre.get(), query_centred.get(), s0);
+    xc = query_centred.get();
+  }
   // The GEMM's operands: the floats, or their half copies (rows padded to half_row_stride).
-  const void* gemm_y = y;
-  const void* gemm_x = x;
+  const void* gemm_y = yc;
+  const void* gemm_x = xc;
   int64_t depth = dim;
   PoolBuffer<uint16_t> base_half, query_half;
   PoolBuffer<int> overflow;  // base, queries; then (16-bit tiles, fp16) their largest magnitudes' bits
@@ -348,7 +412,7 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   // The TF32 pass in one kernel, where it takes the shape: no distance tiles, the splits' candidates
   // selected into the running best instead.
   const bool fused = spec.kind == TileKind::tf32 && !streamed && nq >= kMinFusedQueries &&
-                     reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0 &&
+                     reinterpret_cast<uintptr_t>(xc) % 16 == 0 && reinterpret_cast<uintptr_t>(yc) % 16 == 0 &&
                      tf32_select_fits(resources.limits(), dim, kc, n);
   const TilePlan plan = fused ? plan_fused(nq, n)
                               : plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, kc);
@@ -403,7 +467,8 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   // Streaming: two chunks (floats, norms, half copies); the re-rank later gathers the candidates'
   // rows on the host into chunk 0, gather_queries queries at a time, with their positions in
   // gather_rows.
-  const bool chunk_needs_norms = l2 && !direct && !norms_on_device;
+  // (The caller's norms are of the original rows: a centred chunk's are computed.)
+  const bool chunk_needs_norms = l2 && !direct && (!norms_on_device || centred);
   PoolBuffer<float> chunk_floats[2], chunk_norms[2];
   PoolBuffer<uint16_t> chunk_half[2];
   PoolBuffer<int32_t> gather_rows;
@@ -445,8 +510,8 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   if (spec.certify) {
     cudaStream_t s1 = resources.stream(1);
     QV_CUDA_CHECK(cudaMemsetAsync(base_stats.get(), 0, kBaseStatsCount * sizeof(unsigned), s1));
-    launch_query_stats(x, nq, dim, query_stats.get(), s1);
-    if (!streamed) gather_base_stats(y, y_norms, n, s1);
+    launch_query_stats(xc, nq, dim, query_stats.get(), s1);
+    if (!streamed) gather_base_stats(yc, yc_norms, n, s1);
     QV_CUDA_CHECK(cudaEventRecord(resources.event(kStatsEvent), s1));
     // Stream 0's chunk statistics follow the zeroing.
     if (streamed) QV_CUDA_CHECK(cudaStreamWaitEvent(s0, resources.event(kStatsEvent), 0));
@@ -515,7 +580,7 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   // The fused TF32 pass of queries [q0, q0 + rows) against the whole base, on stream 0.
   auto search_fused = [&](int64_t q0, int64_t rows) {
     const uint8_t* filter = sh.filter.bits != nullptr ? sh.filter_copy.get() : nullptr;
-    launch_tf32_select(resources.limits(), x + q0 * dim, rows, y, l2 ? y_norms : nullptr, n, dim, kc, l2, filter,
+    launch_tf32_select(resources.limits(), xc + q0 * dim, rows, yc, l2 ? yc_norms : nullptr, n, dim, kc, l2, filter,
                        sh.filter.nbits, splits, split_keys.get(), split_rows.get(), s0);
     SelectRequest<int32_t> request;
     request.keys = split_keys.get();
@@ -618,7 +683,7 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
         for (int64_t c0 = 0; c0 < n; c0 += plan.columns) {
           stream = search_tile(q0, rows, c0, std::min(plan.columns, n - c0),
                                static_cast<const char*>(gemm_y) + size_t(c0 * depth) * gemm_value_bytes,
-                               l2 ? y_norms + c0 : nullptr);
+                               l2 ? yc_norms + c0 : nullptr);
         }
       }
       finish_query_tile(q0, rows, t, stream);
@@ -636,7 +701,7 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
       if (chunk >= 2) QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, resources.event(kChunkFreeEvent + b), 0));
       copy_to_device(staging, device, chunk_floats[b].get(), base + r0 * dim, size_t(count * dim) * sizeof(float),
                      copy_stream);
-      if (chunk_needs_norms && base_norms != nullptr)
+      if (chunk_needs_norms && base_norms != nullptr && !centred)
         copy_to_device(staging, device, chunk_norms[b].get(), base_norms + r0, size_t(count) * sizeof(float),
                        copy_stream);
       QV_CUDA_CHECK(cudaEventRecord(resources.event(kChunkCopiedEvent + b), copy_stream));
@@ -650,12 +715,13 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
       // The chunk's norms, half copy and statistics on stream 0, then stream 1 may start on it.
       QV_CUDA_CHECK(cudaStreamWaitEvent(s0, resources.event(kChunkCopiedEvent + b), 0));
       const float* chunk_y = chunk_floats[b].get();
+      if (centred) launch_centre(chunk_y, count, dim, sh.centre.get(), chunk_floats[b].get(), s0);
       const float* bias = nullptr;
       if (l2 && !direct) {
-        if (norms_on_device) {
+        if (norms_on_device && !centred) {
           bias = base_norms + r0;
         } else {
-          if (base_norms == nullptr) launch_row_norms(chunk_y, count, dim, chunk_norms[b].get(), s0);
+          if (base_norms == nullptr || centred) launch_row_norms(chunk_y, count, dim, chunk_norms[b].get(), s0);
           bias = chunk_norms[b].get();
         }
       }
@@ -865,6 +931,13 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
   sh.filter = filter;
   prepare(sh, plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, first.kc).columns,
           is_half(first.kind));
+  // The TF32 pass (and the SGEMM pass after it) on centred rows, where the data is far from the
+  // origin; below kMinTf32Queries queries the centred copy would cost more than the search.
+  if (first.certify && first.kind == TileKind::tf32 && l2) {
+    centre_base(sh);
+    first.centred = sh.centred;
+    first.model = certify_model(true, l2, dim, sh.centred);
+  }
 
   std::vector<uint8_t> flags;
   run_pass(sh, queries, nq, k, first, distances, ids, first.certify ? &flags : nullptr);
@@ -878,7 +951,7 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
     if (!failing.empty() && first.kind == TileKind::tf32) {
       PassSpec second = first;
       second.kind = TileKind::sgemm;
-      second.model = certify_model(false, l2, dim);
+      second.model = certify_model(false, l2, dim, second.centred);
       const int64_t tried = static_cast<int64_t>(failing.size());
       failing = run_subset(sh, queries, failing, k, second, distances, ids);
       counts.sgemm = tried - static_cast<int64_t>(failing.size());

@@ -40,7 +40,8 @@ struct QueryLists {
     return l;
   }
 
-  // Empty lists for query q; a query past the end (live false) takes nothing.
+  // Empty lists for query q; a query past the end (live false) takes nothing. Lane 0 writes the
+  // limit and count that every lane reads later: a barrier (__syncwarp at least) must come between.
   __device__ __forceinline__ void reset(int q, bool live, int lane) const {
     best_keys[q * kList + lane] = __int_as_float(0x7f800000);
     best_rows[q * kList + lane] = kNoRow;
@@ -83,6 +84,9 @@ struct QueryLists {
 
   // Writes query q's kc best (merging what is pending first) to keys / rows (one warp).
   __device__ __forceinline__ void write(int q, int kc, int lane, float* keys, int32_t* rows) const {
+    // Lane 0 reset the count, other lanes offered: under independent thread scheduling nothing
+    // orders those writes before this read but a barrier (a split with no rows has no other).
+    __syncwarp();
     if (counts[q] > 0) merge(q, kc, lane);
     __syncwarp();
     if (lane < kc) {

@@ -174,6 +174,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // group + 8 of them, and values member and member + 4 of each step (the m16n8k8 A fragment).
   const int warp_query = warp * kWarpQueries;
   for (int q = warp_query; q < warp_query + kWarpQueries; ++q) lists.reset(q, q0 + q < nq, lane);
+  __syncwarp();  // the warp's lists are in place before any lane reads another lane's entries
   uint32_t a[kSteps][4];
 #pragma unroll
   for (int s = 0; s < kSteps; ++s)

@@ -112,7 +112,8 @@ __device__ void table_delete(int32_t* table, int size, int32_t row) {
   for (uint32_t s = slot_of(row, size), probe = 0; probe < uint32_t(size); ++probe, s = (s + 1) & (size - 1)) {
     const int32_t v = table[s];
     if (v == row) {
-      table[s] = kDeletedSlot;
+      // Atomic: other lanes probe this slot at the same time for their own rows.
+      atomicCAS(&table[s], row, kDeletedSlot);
       return;
     }
     if (v == kEmptySlot) return;

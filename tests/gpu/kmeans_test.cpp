@@ -9,6 +9,7 @@
 #include "cpp/cluster/kmeans.h"
 #include "cpp/core/thread_pool.h"
 #include "gpu_testing.h"
+#include "sanitizer_sizes.h"
 
 namespace quiver {
 namespace {
@@ -69,7 +70,8 @@ TEST(GpuKmeans, FindsSeparatedClustersFromDeviceMemory) {
   // Random initial centroids find the four clusters only when they fall in distinct clusters:
   // seeds 8, 10 and 11 here, as with the CPU k-means (exact distances). Seeds 1 .. 5 sufficed while
   // the GPU's distances were GEMM-form, whose rounding made two centroids in one cluster tie.
-  for (uint64_t seed = 1; seed <= 12; ++seed) {
+  // (Under the sanitizer, where each k-means run takes tens of seconds, two seeds: one that finds them.)
+  for (uint64_t seed = testing::sized(1, 8); seed <= uint64_t(testing::sized(12, 9)); ++seed) {
     options.seed = seed;
     const KmeansResult r = gpu::kmeans(resources, dim, n, xd.get(), k, options, cd.get(), ld.get());
     best = std::min(best, r.objective);

@@ -1,10 +1,11 @@
 // gpu::knn's fp32 mode returns exactly the float32 result: per query the k rows with the smallest
 // exact float32 distance, summed as cuda/flat/exact_distances.h defines it (one fixed order), ties to
 // the smaller row, with those very distances. Compared bit for bit with a CPU evaluation of the same
-// sums, on data where the TF32 certificate holds (uniform, clustered) and where it cannot (huge
-// offsets, near-duplicates below TF32's resolution, exact ties), so that the SGEMM and direct
-// fallbacks run too (checked through knn_passes.h); every metric, k = 1 .. 2048, n < k, filters,
-// host / device / pinned / mixed pointers, a DeviceMatrix, small tiles and a streamed base.
+// sums, on data where the TF32 certificate holds (uniform, clustered, far from the origin once
+// centred) and where it cannot (huge spreads, near-duplicates below TF32's resolution, exact ties),
+// so that the SGEMM and direct fallbacks run too (checked through knn_passes.h); every metric,
+// k = 1 .. 2048, n < k, filters, host / device / pinned / mixed pointers, a DeviceMatrix, small tiles
+// and a streamed base.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "cpp/core/error.h"
 #include "cuda/flat/knn_passes.h"
 #include "gpu_testing.h"
+#include "sanitizer_sizes.h"
 
 namespace quiver {
 namespace {
@@ -155,7 +157,7 @@ TEST(GpuKnnCertified, CertifiesTheBenchmarkShapeWithTf32) {
   gpu::Resources& resources = testing::shared_resources();
   for (int64_t k : {10, 100}) {
     // 260 queries: the TF32 pass runs as one kernel (cuda/flat/tf32_select.h).
-    const Problem p = uniform(50000, 128, 260, Metric::l2, 7);
+    const Problem p = uniform(testing::sized(50000, 12000), 128, 260, Metric::l2, 7);
     const Output o = search(resources, p, k);
     EXPECT_EQ(gpu::last_knn_pass_counts().tf32, p.nq) << "k " << k;
     expect_exact(p, k, o.dist, o.ids);
@@ -181,15 +183,28 @@ TEST(GpuKnnCertified, FewRowsAndOddDimensions) {
   }
 }
 
+// Two clusters `offset` apart (+-offset / 2 on every axis): the base's mean is near the origin, so
+// centring (cuda/flat/centring.h) leaves |x| |y| as huge as it was.
+Problem two_clusters(int64_t n, int64_t dim, int64_t nq, Metric metric, uint32_t seed, float offset) {
+  Problem p = uniform(n, dim, nq, metric, seed);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t d = 0; d < dim; ++d) p.base[r * dim + d] += r % 2 == 0 ? offset / 2 : -offset / 2;
+  for (int64_t r = 0; r < nq; ++r)
+    for (int64_t d = 0; d < dim; ++d) p.queries[r * dim + d] += r % 2 == 0 ? offset / 2 : -offset / 2;
+  return p;
+}
+
 // Offsets make |x| |y| huge next to the distances: no GEMM bound can separate the candidates, the
-// direct pass answers; moderate offsets defeat TF32 but not always SGEMM.
+// direct pass answers; moderate offsets defeat TF32 but not always SGEMM. L2 centres the rows
+// first: one offset shared by all rows is harmless there, two clusters far apart are not.
 TEST(GpuKnnCertified, ExactWhereTheBoundsFail) {
   QV_REQUIRE_GPU();
   gpu::Resources& resources = testing::shared_resources();
   for (Metric metric : {Metric::l2, Metric::inner_product}) {
     for (int64_t k : {1, 10, 300}) {
       SCOPED_TRACE(::testing::Message() << metric_name(metric) << " k " << k);
-      const Problem huge = uniform(4000, 24, 50, metric, 11, 1e4f);
+      const Problem huge = metric == Metric::l2 ? two_clusters(4000, 24, 50, metric, 11, 2e4f)
+                                                : uniform(4000, 24, 50, metric, 11, 1e4f);
       const Output o = search(resources, huge, k);
       const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
       EXPECT_EQ(answered(c), huge.nq);
@@ -221,17 +236,72 @@ TEST(GpuKnnCertified, ExactWhereTheBoundsFail) {
               (long long)direct);
 }
 
+// The benchmark's data far from the origin (issue 19): clusters around centres drawn in [0, 4)^dim,
+// uniform [0, 1) noise. The TF32 pass certifies it as it does centred data, because it multiplies
+// the rows less the base's mean; the results stay the exact ones (the re-rank reads the original
+// rows). Fused kernel (260 queries, k = 10), cuBLAS TF32 tiles (40 queries; k = 100), a base
+// given with its norms (of the original rows), a streamed base, and a pure offset of 1e4.
+Problem offset_clusters(int64_t n, int64_t dim, int64_t nq, int64_t centres, float offset, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> unit(0.f, 1.f);
+  std::vector<float> c(size_t(centres * dim));
+  for (auto& v : c) v = offset + 4.f * unit(gen);
+  auto draw = [&](int64_t rows) {
+    std::vector<float> x(size_t(rows * dim));
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t j = int64_t(gen() % uint32_t(centres));
+      for (int64_t d = 0; d < dim; ++d) x[r * dim + d] = c[j * dim + d] + unit(gen);
+    }
+    return x;
+  };
+  return Problem{n, dim, nq, Metric::l2, draw(n), draw(nq)};
+}
+
+TEST(GpuKnnCertified, CentresDataFarFromTheOrigin) {
+  QV_REQUIRE_GPU();
+  gpu::ResourcesOptions streaming = testing::test_resources_options();
+  streaming.tile_bytes = testing::small_tile_bytes();
+  streaming.stream_bytes = 1;
+  auto streamed = gpu::make_resources(streaming);
+  const int64_t n = testing::sized(30011, 12011);
+  struct Case {
+    int64_t nq, k;
+    float offset;
+    bool streamed, norms;
+  };
+  uint32_t seed = 500;
+  for (const Case& c : {Case{260, 10, 0.f, false, false}, Case{40, 10, 0.f, false, true}, Case{260, 100, 0.f, false, false},
+                        Case{45, 10, 0.f, true, false}, Case{260, 10, 1e4f, false, false}}) {
+    SCOPED_TRACE(::testing::Message() << "nq " << c.nq << " k " << c.k << " offset " << c.offset
+                                      << (c.streamed ? " streamed" : "") << (c.norms ? " norms" : ""));
+    const Problem p = offset_clusters(n, 128, c.nq, n / 100, c.offset, seed++);
+    std::vector<float> norms(size_t(p.n));
+    for (int64_t j = 0; j < p.n; ++j)
+      norms[j] = float(testing::exact_value(false, &p.base[j * p.dim], &p.base[j * p.dim], p.dim));
+    DeviceArray<float> device_norms(norms);
+    gpu::Resources& resources = c.streamed ? *streamed : testing::shared_resources();
+    Output o{std::vector<float>(size_t(p.nq * c.k), 12345.f), std::vector<int64_t>(size_t(p.nq * c.k), 12345)};
+    gpu::knn(resources, p.metric, p.base.data(), c.norms ? device_norms.get() : nullptr, p.n, p.dim,
+             p.queries.data(), p.nq, c.k, o.dist.data(), o.ids.data());
+    const gpu::KnnPassCounts counts = gpu::last_knn_pass_counts();
+    EXPECT_EQ(answered(counts), p.nq);
+    EXPECT_GE(double(counts.tf32), 0.9 * double(p.nq)) << "sgemm " << counts.sgemm << " direct " << counts.direct;
+    expect_exact(p, c.k, o.dist, o.ids);
+  }
+}
+
 // Small integers: exact ties everywhere (the certificate fails where more than kc rows tie).
 TEST(GpuKnnCertified, TiesAndDuplicatesGoToTheSmallerRow) {
   QV_REQUIRE_GPU();
   gpu::ResourcesOptions small_tiles = testing::test_resources_options();
-  small_tiles.tile_bytes = 64 << 10;
+  small_tiles.tile_bytes = testing::small_tile_bytes();
   auto small = gpu::make_resources(small_tiles);
   for (gpu::Resources* resources : {&testing::shared_resources(), small.get()}) {
     for (Metric metric : {Metric::l2, Metric::inner_product}) {
       for (int64_t k : {1, 7, 100, 2048}) {
         SCOPED_TRACE(::testing::Message() << metric_name(metric) << " k " << k);
-        Problem p{20000, 4, 40, metric, testing::integer_vectors(20000, 4, 7, 2), testing::integer_vectors(40, 4, 8, 2)};
+        const int64_t n = testing::sized(20000, 9000);  // two base tiles or more
+        Problem p{n, 4, 40, metric, testing::integer_vectors(n, 4, 7, 2), testing::integer_vectors(40, 4, 8, 2)};
         for (int64_t j = 0; j < 200; ++j) std::copy_n(&p.base[j * p.dim], p.dim, &p.base[(p.n - 1 - j) * p.dim]);
         const Output o = search(*resources, p, k);
         expect_exact(p, k, o.dist, o.ids);
@@ -307,13 +377,14 @@ TEST(GpuKnnCertified, AcceptsHostDevicePinnedAndMixedPointers) {
 TEST(GpuKnnCertified, SmallTilesAndStreamedBase) {
   QV_REQUIRE_GPU();
   gpu::ResourcesOptions small_tiles = testing::test_resources_options();
-  small_tiles.tile_bytes = 64 << 10;
+  small_tiles.tile_bytes = testing::small_tile_bytes();
   auto tiled = gpu::make_resources(small_tiles);
   gpu::ResourcesOptions streaming = small_tiles;
   streaming.stream_bytes = 1;
   auto streamed = gpu::make_resources(streaming);
   for (gpu::Resources* resources : {tiled.get(), streamed.get()}) {
     for (float offset : {0.f, 30.f, 1e4f}) {
+      if (testing::sanitizer_sizes() && offset == 30.f) continue;  // the two others cover every pass
       for (int64_t k : {10, 100, 1500}) {
         SCOPED_TRACE(::testing::Message() << (resources == streamed.get() ? "streamed" : "tiled") << " offset "
                                           << offset << " k " << k);

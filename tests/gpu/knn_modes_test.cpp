@@ -13,6 +13,7 @@
 
 #include "cpp/core/error.h"
 #include "gpu_testing.h"
+#include "sanitizer_sizes.h"
 
 namespace quiver {
 namespace {
@@ -181,6 +182,7 @@ TEST(GpuKnnModes, MatchFloat64ReferenceOnAwkwardSizes) {
     int64_t n, dim, nq;
   };
   for (Metric metric : {Metric::l2, Metric::inner_product, Metric::cosine}) {
+    if (testing::skip_under_sanitizer(metric == Metric::cosine)) continue;
     for (Shape s : {Shape{3000, 33, 20}, Shape{2500, 100, 9}, Shape{20, 7, 5}, Shape{1, 1, 2}, Shape{3001, 36, 260}}) {
       const Problem p = uniform_problem(s.n, s.dim, s.nq, metric, seed++);
       const auto ref = reference(p, 1000);
@@ -210,7 +212,8 @@ TEST(GpuKnnModes, TiesGoToTheSmallerRow) {
   QV_REQUIRE_GPU();
   gpu::Resources& resources = testing::shared_resources();
   for (Metric metric : {Metric::l2, Metric::inner_product}) {
-    Problem p{20000, 4, 260, metric, testing::integer_vectors(20000, 4, 7, 2), testing::integer_vectors(260, 4, 8, 2)};
+    const int64_t n = testing::sized(20000, 6000);
+    Problem p{n, 4, 260, metric, testing::integer_vectors(n, 4, 7, 2), testing::integer_vectors(260, 4, 8, 2)};
     for (int64_t j = 0; j < 200; ++j) std::copy_n(&p.base[j * p.dim], p.dim, &p.base[(p.n - 1 - j) * p.dim]);
     const auto ref = reference(p, 100);
     for (int64_t k : {1, 7, 100}) {
@@ -299,9 +302,10 @@ TEST(GpuKnnModes, AcceptHostDeviceAndPinnedPointers) {
 TEST(GpuKnnModes, RecallOnUniformAndClusteredData) {
   QV_REQUIRE_GPU();
   gpu::Resources& resources = testing::shared_resources();
-  const int64_t n = 20000, dim = 96, nq = 300;
+  const int64_t n = testing::sized(20000, 8000), dim = 96, nq = 300;
   for (bool clustered : {false, true}) {
     for (Metric metric : {Metric::l2, Metric::inner_product, Metric::cosine}) {
+      if (testing::skip_under_sanitizer(metric == Metric::cosine)) continue;
       const Problem p = clustered ? clustered_problem(n, dim, nq, metric, 500 + int(metric))
                                   : uniform_problem(n, dim, nq, metric, 600 + int(metric));
       const auto ref = reference(p, 100);
@@ -334,7 +338,7 @@ TEST(GpuKnnModes, RecallOnPixelLikeData) {
   QV_REQUIRE_GPU();
   gpu::Resources& resources = testing::shared_resources();
   for (Metric metric : {Metric::l2, Metric::inner_product}) {
-    Problem p = clustered_problem(20000, 300, 100, Metric::l2, 700 + int(metric));
+    Problem p = clustered_problem(testing::sized(20000, 8000), 300, 100, Metric::l2, 700 + int(metric));
     p.metric = metric;
     for (auto* v : {&p.base, &p.queries})
       for (auto& x : *v) x = std::round(std::clamp(128.f + 40.f * x, 0.f, 255.f));

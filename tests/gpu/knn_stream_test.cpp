@@ -12,13 +12,21 @@
 
 #include "cpp/core/error.h"
 #include "gpu_testing.h"
+#include "sanitizer_sizes.h"
 
 namespace quiver {
 namespace {
 
-// Small distance tiles (16384 floats): base tiles of 8192 rows or 64 k, so the bases below span
-// several tiles; a stream budget of 1 byte makes every chunk one tile.
-constexpr int64_t kTileBytes = 64 << 10;
+// Small distance tiles (16384 floats, 65536 under the sanitizer): base tiles of 8192 rows or 64 k, so
+// the bases below span several tiles; a stream budget of 1 byte makes every chunk one tile.
+const int64_t kTileBytes = testing::small_tile_bytes();
+
+// Bases of several chunks of one 8192-row tile (k <= 10), of 16384 rows (k = 100) and of 131072
+// rows (k = 2048), the last chunk partial; under the sanitizer four chunks each (two chunks in
+// flight must stay below the whole base, which the tests check through the pool's peak).
+int64_t rows_small_k() { return testing::sized(50001, 33001); }
+int64_t rows_k100() { return testing::sized(100001, 66001); }
+int64_t rows_k2048() { return testing::sized(600007, 393223); }
 
 struct StreamCase {
   int64_t n, dim, nq, k;
@@ -142,15 +150,19 @@ void run_stream_case(const StreamCase& c, uint32_t seed) {
 TEST(GpuKnnStream, IdenticalToUnstreamedForEveryK) {
   QV_REQUIRE_GPU();
   uint32_t seed = 100;
-  // 50001 rows: 7 chunks of one 8192-row tile, the last one partial; 10 query tiles. k = 100 keeps
-  // 256 candidates (fp32's certified pass), so tiles and chunks of 16384 rows: 100001 rows.
+  // rows_small_k(): chunks of one 8192-row tile, the last one partial; 10 query tiles. k = 100 keeps
+  // 256 candidates (fp32's certified pass), so tiles and chunks of 16384 rows: rows_k100().
   for (Metric m : {Metric::l2, Metric::inner_product, Metric::cosine})
-    for (int64_t k : {1, 10, 100}) run_stream_case({k == 100 ? 100001 : 50001, 33, 20, k, m}, seed++);
+    for (int64_t k : {1, 10, 100}) {
+      ++seed;
+      if (testing::skip_under_sanitizer(m == Metric::cosine || k == 1)) continue;
+      run_stream_case({k == 100 ? rows_k100() : rows_small_k(), 33, 20, k, m}, seed - 1);
+    }
   // k = 2048: tiles (and chunks) of 131072 rows.
-  run_stream_case({600007, 4, 3, 2048, Metric::l2}, seed++);
-  run_stream_case({600007, 4, 3, 2048, Metric::inner_product}, seed++);
+  run_stream_case({rows_k2048(), 4, 3, 2048, Metric::l2}, seed++);
+  run_stream_case({rows_k2048(), 4, 3, 2048, Metric::inner_product}, seed++);
   // A budget of two tiles per chunk (2 buffers x (33 floats + a norm) a row).
-  StreamCase wide{50001, 33, 20, 10};
+  StreamCase wide{50001, 33, 20, 10};  // three chunks: two in flight stay below the whole base
   wide.stream_bytes = 2 * 8192 * 2 * (33 * 4 + 4) + 4096;
   run_stream_case(wide, seed++);
   // n < k: one chunk covers the base, so nothing is streamed; still the same results.
@@ -165,16 +177,17 @@ TEST(GpuKnnStream, FilterNormsPinnedAndDeviceOutputs) {
   QV_REQUIRE_GPU();
   uint32_t seed = 200;
   for (bool pinned : {false, true}) {
-    StreamCase c{50001, 33, 20, 10};
+    if (testing::skip_under_sanitizer(pinned)) continue;
+    StreamCase c{rows_small_k(), 33, 20, 10};
     c.pinned = pinned;
     run_stream_case(c, seed++);
     c.filter = true;
     run_stream_case(c, seed++);
-    c.n = 100001;  // k = 100: chunks of 16384 rows (see above)
+    c.n = rows_k100();  // k = 100: chunks of 16384 rows (see above)
     c.k = 100;
     c.metric = Metric::inner_product;
     run_stream_case(c, seed++);
-    StreamCase h{100001, 33, 20, 100};
+    StreamCase h{rows_k100(), 33, 20, 100};
     h.pinned = pinned;
     h.host_norms = true;
     run_stream_case(h, seed++);
@@ -188,8 +201,12 @@ TEST(GpuKnnStream, EveryComputeMode) {
   uint32_t seed = 300;
   for (ComputeMode mode : {ComputeMode::fp32, ComputeMode::tf32, ComputeMode::fp16, ComputeMode::bf16}) {
     for (int64_t k : {1, 10, 100}) {
-      // 100001 rows: with k = 100 the fast modes' tiles (and chunks) are 16384 rows.
-      StreamCase c{100001, 33, 20, k};
+      if (testing::skip_under_sanitizer(k == 1)) {
+        seed += 2;
+        continue;
+      }
+      // rows_k100(): with k = 100 the fast modes' tiles (and chunks) are 16384 rows.
+      StreamCase c{rows_k100(), 33, 20, k};
       c.mode = mode;
       run_stream_case(c, seed++);
       c.metric = Metric::inner_product;
@@ -197,7 +214,7 @@ TEST(GpuKnnStream, EveryComputeMode) {
       c.pinned = true;
       run_stream_case(c, seed++);
     }
-    StreamCase big{600007, 4, 3, 2048};
+    StreamCase big{rows_k2048(), 4, 3, 2048};
     big.mode = mode;
     run_stream_case(big, seed++);
     StreamCase small{5, 3, 7, 10};
@@ -209,7 +226,7 @@ TEST(GpuKnnStream, EveryComputeMode) {
 
 TEST(GpuKnnStream, Fp16OverflowIsRefusedWhenStreamed) {
   QV_REQUIRE_GPU();
-  const int64_t n = 50001, dim = 8, nq = 4, k = 5;
+  const int64_t n = rows_small_k(), dim = 8, nq = 4, k = 5;
   std::vector<float> base = testing::uniform_vectors(n, dim, 400);
   base[size_t((n - 3) * dim)] = 1e6f;  // in the last chunk
   const std::vector<float> queries = testing::uniform_vectors(nq, dim, 401);

@@ -10,6 +10,7 @@
 
 #include "cpp/core/error.h"
 #include "gpu_testing.h"
+#include "sanitizer_sizes.h"
 
 namespace quiver {
 namespace {
@@ -112,7 +113,7 @@ TEST(GpuKnn, MatchesFloat64ReferenceForEveryK) {
   run_case(resources, {1, 1, 1, 1, Metric::l2}, seed++);
   run_case(resources, {1, 100, 3, 10, Metric::cosine}, seed++);
   run_case(resources, {2049, 129, 3, 2048, Metric::l2}, seed++);
-  run_case(resources, {10000, 128, 100, 100, Metric::l2}, seed++);
+  run_case(resources, {testing::sized(10000, 4000), 128, 100, 100, Metric::l2}, seed++);
   run_case(resources, {20000, 1, 10, 50, Metric::l2}, seed++);
 }
 
@@ -121,7 +122,7 @@ TEST(GpuKnn, MatchesFloat64ReferenceForEveryK) {
 TEST(GpuKnn, TilingDoesNotChangeResults) {
   QV_REQUIRE_GPU();
   gpu::ResourcesOptions options = testing::test_resources_options();
-  options.tile_bytes = 64 << 10;
+  options.tile_bytes = testing::small_tile_bytes();
   auto resources = gpu::make_resources(options);
   uint32_t seed = 50;
   for (Metric m : {Metric::l2, Metric::inner_product}) {
@@ -135,12 +136,12 @@ TEST(GpuKnn, TilingDoesNotChangeResults) {
 TEST(GpuKnn, TiesAndDuplicatesGoToTheSmallerRow) {
   QV_REQUIRE_GPU();
   gpu::ResourcesOptions small_tiles = testing::test_resources_options();
-  small_tiles.tile_bytes = 64 << 10;  // ties then meet across base tiles too
+  small_tiles.tile_bytes = testing::small_tile_bytes();  // ties then meet across base tiles too
   auto small = gpu::make_resources(small_tiles);
   for (gpu::Resources* resources : {&testing::shared_resources(), small.get()}) {
     for (Metric m : {Metric::l2, Metric::inner_product}) {
       for (int64_t k : {1, 7, 100, 2048}) {
-        const Case c{20000, 4, 30, k, m};
+        const Case c{testing::sized(20000, 9000), 4, 30, k, m};
         Data d{testing::integer_vectors(c.n, c.dim, 7, 2), testing::integer_vectors(c.nq, c.dim, 8, 2)};
         // Duplicate rows far apart (across tiles).
         for (int64_t j = 0; j < 200; ++j) std::copy_n(&d.base[j * c.dim], c.dim, &d.base[(c.n - 1 - j) * c.dim]);
@@ -261,7 +262,7 @@ TEST(GpuKnn, EmptyInputsAndBadArguments) {
 TEST(GpuKnn, NoDeviceAllocationOnceWarm) {
   QV_REQUIRE_GPU();
   gpu::Resources& resources = testing::shared_resources();
-  const Case c{20000, 64, 500, 100, Metric::l2};
+  const Case c{testing::sized(20000, 5000), 64, 500, 100, Metric::l2};
   const Data d = make_data(c, 5);
   std::vector<float> dist(size_t(c.nq * c.k));
   std::vector<int64_t> ids(size_t(c.nq * c.k));
