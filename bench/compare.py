@@ -15,6 +15,12 @@ Inverted-file descriptors ("IVF1024,Flat", "IVF1024,PQ32", "OPQ32,IVF1024,PQ32",
 
     python3 bench/compare.py --dataset fashion-mnist --index Flat --json out/fm.json --threads 2
     python3 bench/compare.py --dataset fashion-mnist --index IVF1024,Flat --json out/fm-ivf.json --threads 2
+
+Graph descriptors ("Graph32") are swept over --width (quiver's search_width) and compared with hnswlib
+at each --hnsw-m (default 16 and 32 for a graph index), efConstruction 200, over the --ef sweep;
+faiss has no equivalent of quiver's graph and is skipped for them.
+    python3 bench/compare.py --dataset fashion-mnist --index Graph32 --width 10,16,24,32,48,64,96 \
+        --ef 10,16,24,32,48,64,96,128 --json out/fm-graph.json --threads 2
 """
 import argparse
 import datetime
@@ -354,22 +360,23 @@ def hnswlib_rows(args, data, rows):
         return []
     name = "%s %s" % module_version(hnswlib, ["hnswlib"])
     space = {"l2": "l2", "ip": "ip", "cosine": "cosine"}[args.metric]
-    index = hnswlib.Index(space=space, dim=data.base.shape[1])
-    t0 = time.perf_counter()
-    index.init_index(max_elements=len(data.base), M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
-                     random_seed=100)
-    index.add_items(data.base, num_threads=args.threads)
-    build_s = time.perf_counter() - t0
     out = []
-    for ef in args.ef:
-        if ef < args.k:
-            continue  # hnswlib needs ef >= k
-        index.set_ef(ef)
-        search_s, (ids, _) = timed(
-            lambda: index.knn_query(data.queries, k=args.k, num_threads=args.threads), args.repeats)
-        params = {"M": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION, "ef": ef}
-        out.append(rows.row(name, f"HNSW{HNSW_M}", params, "cpu", build_s, search_s,
-                            ids.astype(np.int64), args.repeats))
+    for m in args.hnsw_m:
+        index = hnswlib.Index(space=space, dim=data.base.shape[1])
+        t0 = time.perf_counter()
+        index.init_index(max_elements=len(data.base), M=m, ef_construction=HNSW_EF_CONSTRUCTION,
+                         random_seed=100)
+        index.add_items(data.base, num_threads=args.threads)
+        build_s = time.perf_counter() - t0
+        for ef in args.ef:
+            if ef < args.k:
+                continue  # hnswlib needs ef >= k
+            index.set_ef(ef)
+            search_s, (ids, _) = timed(
+                lambda: index.knn_query(data.queries, k=args.k, num_threads=args.threads), args.repeats)
+            params = {"M": m, "ef_construction": HNSW_EF_CONSTRUCTION, "ef": ef}
+            out.append(rows.row(name, f"HNSW{m}", params, "cpu", build_s, search_s,
+                                ids.astype(np.int64), args.repeats))
     return out
 
 
@@ -448,6 +455,8 @@ def quiver_rows(args, data):
             cmd += ["--nprobe", ",".join(map(str, args.nprobe))]
         if args.refine:
             cmd += ["--refine", ",".join(map(str, args.refine))]
+        if args.width:
+            cmd += ["--width", ",".join(map(str, args.width))]
         if args.ntrain:
             cmd += ["--ntrain", str(args.ntrain)]
         if args.mode:
@@ -533,6 +542,10 @@ def parse_args():
     p.add_argument("--latency", action="store_true",
                    help="also time batches of 1 and 100 queries (quiver and faiss)")
     p.add_argument("--ef", type=int_list, default=int_list(DEFAULT_EF), help="hnswlib ef sweep")
+    p.add_argument("--width", type=int_list, default=None,
+                   help="search_width sweep of a Graph index, e.g. 10,16,32,64 (default: the index's)")
+    p.add_argument("--hnsw-m", type=int_list, default=None,
+                   help=f"hnswlib M values (default {HNSW_M}; 16,32 for a Graph index)")
     p.add_argument("--hnsw", action="store_true", help="run the hnswlib curve also for Flat")
     p.add_argument("--skip", type=lambda t: [v for v in t.split(",") if v], default=[],
                    help="methods to leave out, e.g. hnswlib or faiss,torch; quiver for a "
@@ -555,6 +568,13 @@ def parse_args():
         args.refine = list(DEFAULT_REFINE) if has_refine(args.index) else []
     elif args.refine and not has_refine(args.index):
         p.error(f"--refine: {args.index!r} has no ,Refine component to re-rank with")
+    is_graph = args.index.startswith("Graph")
+    if args.width and not is_graph:
+        p.error(f"--width: {args.index!r} is not a graph index")
+    if args.hnsw_m is None:
+        args.hnsw_m = [16, 32] if is_graph else [HNSW_M]
+    if is_graph and "faiss" not in args.skip:
+        args.skip.append("faiss")  # no faiss index is quiver's graph; hnswlib is the baseline
     unknown = set(args.skip) - {"quiver", "faiss", "hnswlib", "torch"}
     if unknown:
         p.error(f"--skip: unknown method(s) {', '.join(sorted(unknown))} (quiver, faiss, hnswlib, torch)")

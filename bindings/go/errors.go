@@ -25,6 +25,7 @@ const (
 	StatusCorruptData       Status = C.QV_ERR_CORRUPT_DATA         // a saved index is truncated, damaged or not one
 	StatusVersionMismatch   Status = C.QV_ERR_VERSION_MISMATCH     // a saved index of a format version not read here
 	StatusInternal          Status = C.QV_ERR_INTERNAL             // a bug in quiver
+	StatusCancelled         Status = C.QV_ERR_CANCELLED            // a progress callback asked the call to stop
 )
 
 // StatusString returns the C name of a status, e.g. "QV_ERR_INVALID_ARGUMENT"; unknown codes give
@@ -68,6 +69,7 @@ var (
 	ErrCorruptData       = &Error{Status: StatusCorruptData}
 	ErrVersionMismatch   = &Error{Status: StatusVersionMismatch}
 	ErrInternal          = &Error{Status: StatusInternal}
+	ErrCancelled         = &Error{Status: StatusCancelled}
 )
 
 // statusError turns what a helper of quiver_go.h returned into nil or an *Error, freeing the

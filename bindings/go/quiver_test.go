@@ -32,6 +32,7 @@ func TestStatusString(t *testing.T) {
 		StatusCorruptData:       "QV_ERR_CORRUPT_DATA",
 		StatusVersionMismatch:   "QV_ERR_VERSION_MISMATCH",
 		StatusInternal:          "QV_ERR_INTERNAL",
+		StatusCancelled:         "QV_ERR_CANCELLED",
 		Status(999):             "QV_ERR_UNKNOWN",
 	}
 	for s, want := range names {
@@ -46,7 +47,8 @@ func TestStatusString(t *testing.T) {
 
 func TestErrorIs(t *testing.T) {
 	sentinels := []*Error{ErrInvalidArgument, ErrOutOfHostMemory, ErrOutOfDeviceMemory, ErrCUDA,
-		ErrNoDevice, ErrNotTrained, ErrUnsupported, ErrIO, ErrCorruptData, ErrVersionMismatch, ErrInternal}
+		ErrNoDevice, ErrNotTrained, ErrUnsupported, ErrIO, ErrCorruptData, ErrVersionMismatch, ErrInternal,
+		ErrCancelled}
 	for _, s := range sentinels {
 		err := fmt.Errorf("wrapped: %w", &Error{Status: s.Status, Message: "details"})
 		for _, other := range sentinels {

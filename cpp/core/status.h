@@ -16,6 +16,7 @@ enum class Status : int {
   corrupt_data = 9,
   version_mismatch = 10,
   internal = 11,
+  cancelled = 12,
 };
 
 }  // namespace quiver

@@ -3,6 +3,8 @@
 #include "cpp/core/error.h"
 #include "cpp/index/flat.h"
 #include "cpp/index/flat_gpu.h"
+#include "cpp/index/graph_index.h"
+#include "cpp/index/graph_spec.h"
 #include "cpp/index/ivf_gpu.h"
 #include "cpp/index/ivf_index.h"
 #include "cpp/index/ivf_spec.h"
@@ -24,9 +26,15 @@ std::unique_ptr<Index> create_index(Context& context, const std::string& descrip
       return std::make_unique<GpuIvfIndex>(context, descriptor, dim, metric, spec);
     return std::make_unique<IvfIndex>(context, descriptor, dim, metric, spec);
   }
+  if (is_graph_descriptor(descriptor)) {
+    // Host-resident on every context; a CUDA context computes the build's k-NN graph on the GPU.
+    return std::make_unique<GraphIndex>(context, descriptor, dim, metric, parse_graph_descriptor(descriptor));
+  }
   fail(Status::invalid_argument, "descriptor: \"", descriptor,
        "\" is not a known index kind (known: \"Flat\", \"IVF<nlist>,Flat\", \"IVF<nlist>,PQ<M>\", "
-       "\"OPQ<M>,IVF<nlist>,PQ<M>\", with optional \",Refine\" and \",HostIds\" after IVF ones)");
+       "\"OPQ<M>,IVF<nlist>,PQ<M>\", with optional \",Refine\" and \",HostIds\" after IVF ones; "
+       "\"Graph<R>\" or \"Graph<R>,K<k>\": a graph of out-degree R = 2 .. 1024 pruned from the "
+       "k-NN graph of k neighbours, default k = 2R)");
 }
 
 }  // namespace quiver

@@ -17,7 +17,7 @@ class ByteWriter;
 class ByteReader;
 
 // Index kinds as stored in files; never renumber.
-enum class IndexKind : uint32_t { flat = 1, ivf_flat = 2, ivf_pq = 3 };
+enum class IndexKind : uint32_t { flat = 1, ivf_flat = 2, ivf_pq = 3, graph = 4 };
 
 // SearchOptions::nprobe when the caller leaves it to the index (QV_NPROBE_DEFAULT).
 constexpr uint32_t kNprobeDefault = 0xFFFFFFFFu;
@@ -26,6 +26,7 @@ struct SearchOptions {
   IdFilter filter;
   // Inverted-file indexes: lists visited, 1 .. nlist, or kNprobeDefault; other kinds ignore it.
   uint32_t nprobe = kNprobeDefault;
+  // Graph indexes: the candidate pool of the beam search, raised to k; 0: the index's default.
   uint32_t search_width = 0;
   ComputeMode compute_mode = ComputeMode::fp32;
   // ",Refine" indexes: refine_factor * k candidates are re-ranked exactly; 0: the index's default.

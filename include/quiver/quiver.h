@@ -56,7 +56,8 @@ enum qv_status_code {
   QV_ERR_CORRUPT_DATA = 9,         /* a saved index is truncated, damaged or not a quiver index */
   QV_ERR_VERSION_MISMATCH = 10,    /* a saved index was written in a format version this library
                                       does not read */
-  QV_ERR_INTERNAL = 11             /* a bug in quiver; please report it with the message */
+  QV_ERR_INTERNAL = 11,            /* a bug in quiver; please report it with the message */
+  QV_ERR_CANCELLED = 12            /* a progress callback asked the call to stop */
 };
 
 /* The name of a status code, e.g. "QV_ERR_INVALID_ARGUMENT". Never NULL; unknown codes give
@@ -173,7 +174,12 @@ typedef struct qv_search_params {
    * QV_NPROBE_DEFAULT: min(nlist, 8). 0 or more than nlist is QV_ERR_INVALID_ARGUMENT. Other index
    * kinds ignore it. */
   uint32_t nprobe;
-  uint32_t search_width; /* graph indexes: candidate pool size; 0 (default) = the index's default */
+  /* Graph indexes ("Graph<R>"): the candidate pool of the beam search, the recall/speed knob (more
+   * is slower and finds more true neighbours); values below k count as k. 0 (default) = max(k, 64).
+   * A filter is applied to the results, not the walk, so permissive filters keep the recall of
+   * unfiltered searches; where the walk finds fewer than k allowed vectors, that query falls back to
+   * an exact scan. Other index kinds ignore it. */
+  uint32_t search_width;
   /* The arithmetic of a search on a CUDA device (the CPU always computes in float32 and ignores it):
    * exact search ("Flat"): the distance GEMM, see qv_compute_mode_t; IVF-Flat: the fast modes may
    * use the tensor cores, re-ranked exactly in float32; IVF-PQ: the precision of the look-up
@@ -224,6 +230,27 @@ typedef struct qv_index qv_index_t;
  *                                   with exact distances (qv_search_params_t.refine_factor).
  *             ",HostIds" after an IVF descriptor: on a CUDA context, the 8-byte ids stay in host
  *                                   memory (less device memory); no effect on the CPU.
+ *             "Graph<R>"            graph index: a navigable graph of fixed out-degree R (2 .. 1024;
+ *                                   "Graph32" is a good start) over the raw vectors, searched by beam
+ *                                   search with a candidate pool of qv_search_params_t.search_width.
+ *                                   No training. The first add builds the graph: the k-NN graph of
+ *                                   the vectors (on the GPU on a CUDA context), pruned to R diverse
+ *                                   neighbours a vector, with reverse edges, and every vector made
+ *                                   reachable from the entry points (the medoid and 31 rows spread
+ *                                   farthest-first); an add at least half
+ *                                   the size of the index rebuilds the graph, smaller adds insert
+ *                                   with local repair. Removed vectors are tombstones, never returned
+ *                                   and dropped by a rebuild once they are half the rows, or when an
+ *                                   add reuses a removed id. Search and add before the first add:
+ *                                   QV_ERR_NOT_TRAINED. Range search scans every vector (exact). The
+ *                                   index lives in host memory on every device; on a CUDA context a
+ *                                   copy on the device is searched there (SONG: one warp a query,
+ *                                   search_width up to 1024, R up to 256; beyond those limits, or
+ *                                   where the copy does not fit, the CPU searches).
+ *                                   Memory: dim x 4 + R x 4 bytes a vector, its id and id index
+ *                                   entry (about 48 bytes), 1 tombstone byte.
+ *             "Graph<R>,K<k>"       the same, building from the k-NN graph of k neighbours
+ *                                   (R/2 .. 2047; default 2R): larger k, better graph, slower build.
  *             IVF indexes must be trained (qv_index_train) before add and search. On a CUDA context
  *             their lists live in device memory; saved files are the same on every device.
  *             Coarse quantization (the list a vector joins, the lists a query visits) uses the metric,
@@ -388,6 +415,59 @@ QV_API qv_status_t qv_kmeans_params_init(qv_kmeans_params_t *params);
 QV_API qv_status_t qv_kmeans(qv_context_t *context, int64_t dim, int64_t n, const float *x,
                              uint32_t k, const qv_kmeans_params_t *params, float *centroids,
                              int64_t *assignments, double *objective);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* k-nearest-neighbour graphs                                                                      */
+
+typedef int32_t qv_knn_graph_method_t;
+enum qv_knn_graph_method_code {
+  QV_KNN_GRAPH_AUTO = 0,       /* exact for small data sets (and for target_recall 1), else approximate */
+  QV_KNN_GRAPH_EXACT = 1,      /* tiled brute force: on the GPU on a CUDA context, else the CPU */
+  QV_KNN_GRAPH_APPROXIMATE = 2 /* inverted-file candidates refined by NN-descent, on the CPU threads */
+};
+
+/* Called between pieces of a long call with the fraction done (0 .. 1, non-decreasing), on the
+ * thread that made the call. Return 0 to go on, nonzero to cancel: the call then returns
+ * QV_ERR_CANCELLED. It must not call quiver on the same context. */
+typedef int (*qv_progress_fn_t)(double fraction, void *user_data);
+
+typedef struct qv_knn_graph_params {
+  uint32_t struct_size;         /* sizeof(qv_knn_graph_params_t), set by qv_knn_graph_params_init */
+  qv_knn_graph_method_t method; /* QV_KNN_GRAPH_*; default QV_KNN_GRAPH_AUTO */
+  double target_recall;         /* approximate method: the recall@k aimed at, in (0, 1]; default 0.95.
+                                   Higher costs more time. Not a guarantee: measure with recall_sample */
+  uint64_t seed;                /* k-means and sampling seed; default 1234 */
+  int64_t recall_sample;        /* approximate method: points whose exact neighbours are computed to
+                                   estimate the graph's recall (*recall); 0 = no estimate; default 0 */
+  qv_progress_fn_t progress;    /* NULL (default) or called as described at qv_progress_fn_t */
+  void *user_data;              /* passed to progress; default NULL */
+} qv_knn_graph_params_t;
+
+/* Fills *params with defaults. Returns QV_ERR_INVALID_ARGUMENT if params is NULL. */
+QV_API qv_status_t qv_knn_graph_params_init(qv_knn_graph_params_t *params);
+
+/* The k-nearest-neighbour graph of n vectors: for every vector, its k nearest other vectors
+ * (itself excluded, even where duplicates of it exist), closest first, ties to the smaller row.
+ *
+ * metric     QV_METRIC_*; distances are in its units (squared L2, or similarities, larger closer).
+ * x          n x dim finite floats (non-zero rows for cosine), host or, on a CUDA context, device
+ *            memory; read during the call only. 2 <= n < 2^31.
+ * k          1 .. min(n - 1, QV_MAX_K - 1).
+ * params     NULL for defaults, else initialised by qv_knn_graph_params_init.
+ * distances  NULL, or n x k floats, written.
+ * ids        n x k row numbers of x, written.
+ * recall     NULL, or receives the recall@k of the graph: 1 for the exact method; for the approximate
+ *            one, the estimate measured on params->recall_sample points (a neighbour tied with the
+ *            exact k-th distance counts as found), or -1 without a sample.
+ * The approximate method is deterministic for a seed, whatever the thread count. With
+ * QV_METRIC_INNER_PRODUCT it may fall short of target_recall (inner products are no distance, and a
+ * neighbour's neighbours are weaker candidates): measure with recall_sample. Blocks until done.
+ * Thread-safe. Returns QV_OK, QV_ERR_INVALID_ARGUMENT (names the argument: k >= n, k = 0, n < 2,
+ * NaN or Inf in x, a NULL pointer, a bad method or target_recall), QV_ERR_CANCELLED (the progress
+ * callback asked to stop; the outputs are then partly written), QV_ERR_OUT_OF_*_MEMORY. */
+QV_API qv_status_t qv_knn_graph(qv_context_t *context, qv_metric_t metric, int64_t dim, int64_t n,
+                                const float *x, uint32_t k, const qv_knn_graph_params_t *params,
+                                float *distances, int64_t *ids, double *recall);
 
 #ifdef __cplusplus
 } /* extern "C" */

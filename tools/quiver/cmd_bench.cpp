@@ -45,12 +45,14 @@ struct Setup {
 struct SweepPoint {
   int64_t nprobe = 0;
   int64_t refine = 0;
+  int64_t width = 0;  // graph indexes' search_width
 };
 
 std::string point_label(const SweepPoint &p) {
   std::string out;
   if (p.nprobe) out = "nprobe=" + std::to_string(p.nprobe);
   if (p.refine) out += (out.empty() ? "" : ",") + std::string("refine=") + std::to_string(p.refine);
+  if (p.width) out += (out.empty() ? "" : ",") + std::string("width=") + std::to_string(p.width);
   return out;
 }
 
@@ -112,6 +114,7 @@ class Bench {
     check(qv_search_params_init(&p), "qv_search_params_init");
     if (point.nprobe) p.nprobe = uint32_t(point.nprobe);  // else QV_NPROBE_DEFAULT from _init
     p.refine_factor = uint32_t(point.refine);
+    p.search_width = uint32_t(point.width);
     p.compute_mode = parse_compute_mode(s_.mode);
     return p;
   }
@@ -152,6 +155,7 @@ std::string json_line(const Setup &s, const Row &r, const std::string &command) 
   JsonObject params;
   if (r.point.nprobe) params.add("nprobe", r.point.nprobe);
   if (r.point.refine) params.add("refine", r.point.refine);
+  if (r.point.width) params.add("search_width", r.point.width);
   if (s.mode != "fp32") params.add("compute_mode", s.mode);
   JsonObject machine;
   machine.add("cpu", cpu_model()).add("cores", cpu_cores()).add("load1", load_average());
@@ -201,9 +205,14 @@ std::vector<SweepPoint> sweep_points(const Options &o, const std::string &descri
   if (!refines.empty() && !descriptor_has_refine(descriptor))
     throw UsageError("--refine: \"" + descriptor + "\" has no ,Refine component to re-rank with");
   if (refines.empty()) refines.push_back(0);
+  std::vector<int64_t> widths = o.get_int_list("width", 1, UINT32_MAX);
+  if (!widths.empty() && descriptor.rfind("Graph", 0) != 0)
+    throw UsageError("--width: \"" + descriptor + "\" is not a graph index");
+  if (widths.empty()) widths.push_back(0);
   std::vector<SweepPoint> points;
   for (int64_t refine : refines)
-    for (int64_t nprobe : nprobes) points.push_back({nprobe, refine});
+    for (int64_t nprobe : nprobes)
+      for (int64_t width : widths) points.push_back({nprobe, refine, width});
   return points;
 }
 
@@ -213,7 +222,8 @@ int run_bench(int argc, char **argv) {
   Options o("bench", "--dataset DATASET [options]",
             "Builds the index (train, then add; timed apart), computes (or reads) ground truth, warms\n"
             "up once and reports the median of --repeats timed searches of all queries in one call,\n"
-            "QPS and recall@10, for every point of the nprobe (x refine) sweep of IVF indexes.\n"
+            "QPS and recall@10, for every point of the nprobe (x refine) sweep of IVF indexes and the\n"
+            "--width sweep of graph indexes.\n"
             "DATASET: fashion-mnist, synth-100k-128 | synth-1m-128 | synth-10m-96 (generated in memory),\n"
             "or a `quiver gen` folder (its gt.ivecs is used when present).\n"
             "Plot: python3 bench/plot_curves.py FILE.json (recall@10 vs QPS PNG beside it).",
@@ -233,6 +243,8 @@ int run_bench(int argc, char **argv) {
                                 "index's); each is swept over all nprobe values"},
              {"mode", "MODE", "GPU arithmetic (exact-search GEMM, IVF tables): fp32 (default) | "
                               "tf32 | fp16 | bf16"},
+             {"width", "LIST", "search_width sweep of a graph index, e.g. 16,32,64,128 (default: "
+                               "the index's)"},
              {"latency", "", "also time batches of 1 and 100 queries at every sweep point"},
              {"json", "FILE", "append one JSON object per measurement to FILE"}});
   if (!o.parse(argc, argv, 2)) return 0;

@@ -8,5 +8,6 @@ int run_gen(int argc, char **argv);
 int run_build(int argc, char **argv);
 int run_search(int argc, char **argv);
 int run_bench(int argc, char **argv);
+int run_knn_graph(int argc, char **argv);
 
 }  // namespace qvtool

@@ -27,8 +27,11 @@ BuiltIndex build_index(Context &ctx, const std::string &descriptor, qv_metric_t 
 
   Stopwatch add_clock;
   Progress progress("adding vectors", base.rows);
-  for (int64_t r0 = 0; r0 < base.rows; r0 += kAddChunkRows) {
-    const int64_t n = std::min(kAddChunkRows, base.rows - r0);
+  // A graph index builds its graph from the first add and inserts later ones one at a time: one
+  // add of everything is its build.
+  const int64_t chunk = descriptor.rfind("Graph", 0) == 0 ? base.rows : kAddChunkRows;
+  for (int64_t r0 = 0; r0 < base.rows; r0 += chunk) {
+    const int64_t n = std::min(chunk, base.rows - r0);
     check(qv_index_add(b.index.get(), n, base.row(r0), nullptr),
           "adding vectors " + std::to_string(r0) + ".." + std::to_string(r0 + n - 1));
     progress.update(r0 + n);

@@ -26,12 +26,13 @@ const Command kCommands[] = {
     {"build", qvtool::run_build, "build an index from vectors and save it"},
     {"search", qvtool::run_search, "search a saved index; time it and measure recall"},
     {"bench", qvtool::run_bench, "build + search benchmark following BENCHMARKS.md"},
+    {"knn-graph", qvtool::run_knn_graph, "build the k-nearest-neighbour graph of a vector set"},
 };
 
 void print_usage(FILE *out) {
   std::fprintf(out, "usage: quiver <command> [options]   (quiver <command> --help for details)\n\n"
                     "commands:\n");
-  for (const auto &c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
+  for (const auto &c : kCommands) std::fprintf(out, "  %-9s %s\n", c.name, c.summary);
   std::fprintf(out, "\nquiver %s\n", qv_version_string());
 }
 

@@ -13,7 +13,7 @@
 #![warn(missing_docs)]
 #![allow(non_camel_case_types)]
 
-use core::ffi::{c_char, c_void};
+use core::ffi::{c_char, c_int, c_void};
 use core::marker::{PhantomData, PhantomPinned};
 
 include!(concat!(env!("OUT_DIR"), "/version.rs"));
@@ -48,6 +48,8 @@ pub const QV_ERR_CORRUPT_DATA: qv_status_t = 9;
 pub const QV_ERR_VERSION_MISMATCH: qv_status_t = 10;
 /// A bug in quiver.
 pub const QV_ERR_INTERNAL: qv_status_t = 11;
+/// A progress callback asked the call to stop.
+pub const QV_ERR_CANCELLED: qv_status_t = 12;
 
 // ------------------------------------------------------------------------------------------------
 // Enumerations
@@ -193,6 +195,39 @@ pub struct qv_kmeans_params_t {
     pub seed: u64,
     /// Sub-sample to k * this many points; 0 = use all; default 256.
     pub max_points_per_centroid: i64,
+}
+
+/// `qv_knn_graph_method_t`: one of the `QV_KNN_GRAPH_*` codes.
+pub type qv_knn_graph_method_t = i32;
+/// Exact for small data sets (and for target_recall 1), else approximate.
+pub const QV_KNN_GRAPH_AUTO: qv_knn_graph_method_t = 0;
+/// Tiled brute force: on the GPU on a CUDA context, else the CPU.
+pub const QV_KNN_GRAPH_EXACT: qv_knn_graph_method_t = 1;
+/// Inverted-file candidates refined by NN-descent, on the CPU threads.
+pub const QV_KNN_GRAPH_APPROXIMATE: qv_knn_graph_method_t = 2;
+
+/// `qv_progress_fn_t`: called with the fraction done on the calling thread; nonzero cancels.
+pub type qv_progress_fn_t =
+    Option<unsafe extern "C" fn(fraction: f64, user_data: *mut c_void) -> c_int>;
+
+/// `qv_knn_graph_params_t`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct qv_knn_graph_params_t {
+    /// `sizeof(qv_knn_graph_params_t)`, set by `qv_knn_graph_params_init`.
+    pub struct_size: u32,
+    /// `QV_KNN_GRAPH_*`; default `QV_KNN_GRAPH_AUTO`.
+    pub method: qv_knn_graph_method_t,
+    /// Approximate method: the recall@k aimed at, in (0, 1]; default 0.95.
+    pub target_recall: f64,
+    /// k-means and sampling seed; default 1234.
+    pub seed: u64,
+    /// Approximate method: points sampled to estimate the recall; 0 = no estimate.
+    pub recall_sample: i64,
+    /// NULL (default) or the progress callback.
+    pub progress: qv_progress_fn_t,
+    /// Passed to `progress`.
+    pub user_data: *mut c_void,
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -350,5 +385,21 @@ extern "C" {
         centroids: *mut f32,
         assignments: *mut i64,
         objective: *mut f64,
+    ) -> qv_status_t;
+    /// Fills `*params` with defaults.
+    pub fn qv_knn_graph_params_init(params: *mut qv_knn_graph_params_t) -> qv_status_t;
+    /// The k-nearest-neighbour graph of `n` vectors: `n x k` ids (and optional distances) of
+    /// every vector's nearest other vectors; optional recall estimate.
+    pub fn qv_knn_graph(
+        context: *mut qv_context_t,
+        metric: qv_metric_t,
+        dim: i64,
+        n: i64,
+        x: *const f32,
+        k: u32,
+        params: *const qv_knn_graph_params_t,
+        distances: *mut f32,
+        ids: *mut i64,
+        recall: *mut f64,
     ) -> qv_status_t;
 }

@@ -42,13 +42,17 @@ fn layouts() -> (Vec<String>, Vec<String>) {
             device_bytes, descriptor
         }
         qv_kmeans_params_t { struct_size, iterations, seed, max_points_per_centroid }
+        qv_knn_graph_params_t {
+            struct_size, method, target_recall, seed, recall_sample, progress, user_data
+        }
         ;
         QV_OK, QV_ERR_INVALID_ARGUMENT, QV_ERR_OUT_OF_HOST_MEMORY, QV_ERR_OUT_OF_DEVICE_MEMORY,
         QV_ERR_CUDA, QV_ERR_NO_DEVICE, QV_ERR_NOT_TRAINED, QV_ERR_UNSUPPORTED, QV_ERR_IO,
-        QV_ERR_CORRUPT_DATA, QV_ERR_VERSION_MISMATCH, QV_ERR_INTERNAL,
+        QV_ERR_CORRUPT_DATA, QV_ERR_VERSION_MISMATCH, QV_ERR_INTERNAL, QV_ERR_CANCELLED,
         QV_METRIC_L2, QV_METRIC_INNER_PRODUCT, QV_METRIC_COSINE,
         QV_COMPUTE_FP32, QV_COMPUTE_TF32, QV_COMPUTE_FP16, QV_COMPUTE_BF16,
-        QV_DEVICE_AUTO, QV_DEVICE_CPU, QV_DEVICE_CUDA, QV_MAX_K, QV_NPROBE_DEFAULT,
+        QV_DEVICE_AUTO, QV_DEVICE_CPU, QV_DEVICE_CUDA,
+        QV_KNN_GRAPH_AUTO, QV_KNN_GRAPH_EXACT, QV_KNN_GRAPH_APPROXIMATE, QV_MAX_K, QV_NPROBE_DEFAULT,
         QV_VERSION_MAJOR, QV_VERSION_MINOR, QV_VERSION_PATCH, QV_VERSION_NUMBER, QV_ABI_VERSION
     )
 }
@@ -106,6 +110,7 @@ fn struct_sizes_on_64_bit_targets() {
         assert_eq!(size_of::<qv_search_params_t>(), 40);
         assert_eq!(size_of::<qv_index_info_t>(), 184);
         assert_eq!(size_of::<qv_kmeans_params_t>(), 24);
+        assert_eq!(size_of::<qv_knn_graph_params_t>(), 48);
     }
 }
 

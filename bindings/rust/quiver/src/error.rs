@@ -39,6 +39,8 @@ pub enum Status {
     VersionMismatch = 10,
     /// `QV_ERR_INTERNAL`: a bug in quiver; please report it with the message.
     Internal = 11,
+    /// `QV_ERR_CANCELLED`: a progress callback asked the call to stop.
+    Cancelled = 12,
     /// A code this binding does not know.
     Unknown = -1,
 }
@@ -59,6 +61,7 @@ impl Status {
             sys::QV_ERR_CORRUPT_DATA => Status::CorruptData,
             sys::QV_ERR_VERSION_MISMATCH => Status::VersionMismatch,
             sys::QV_ERR_INTERNAL => Status::Internal,
+            sys::QV_ERR_CANCELLED => Status::Cancelled,
             _ => Status::Unknown,
         }
     }

@@ -29,6 +29,7 @@ fn status_codes_round_trip_and_have_c_names() {
         (Status::CorruptData, "QV_ERR_CORRUPT_DATA"),
         (Status::VersionMismatch, "QV_ERR_VERSION_MISMATCH"),
         (Status::Internal, "QV_ERR_INTERNAL"),
+        (Status::Cancelled, "QV_ERR_CANCELLED"),
     ];
     for (code, (status, name)) in all.iter().enumerate() {
         assert_eq!(status.code(), code as i32);

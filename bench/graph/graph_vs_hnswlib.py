@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""quiver's graph index ("Graph<R>") against hnswlib, side by side in one process, on Fashion-MNIST.
+
+Both run in this process with the same thread count: quiver through ctypes on libquiver.so (the C
+ABI, nothing else), hnswlib through its Python module. Every sweep point of every method is timed in
+interleaved rounds (quiver point, hnswlib point, quiver point, ...), so a burst of other work on the
+machine hits both alike; each row reports the median wall time of the rounds (QPS) and, as a check on
+a busy machine, the median CPU time of the process ("cpu_qps" = nq / (cpu_s / threads): the QPS the
+threads would give with the cores to themselves). Build time is measured the same way (wall), once.
+
+Writes JSON lines in bench/compare.py's row format (quiver's rows without "baseline", hnswlib's with
+it), a recall@10-vs-QPS PNG beside them (bench/plot_curves.py), and prints the best QPS at recall@10
+>= 0.95 and 0.99 of each curve.
+
+    python3 bench/graph/graph_vs_hnswlib.py --lib build/libquiver.so --threads 2 \\
+        --index Graph32 --width 10,12,16,24,32,48,64 --ef 10,16,24,32,48,64,96,128 \\
+        --json bench/graph/out/fashion-mnist.json
+"""
+import argparse
+import ctypes
+import datetime
+import gzip
+import importlib.metadata
+import json
+import os
+import platform
+import shlex
+import statistics
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+import plot_curves  # noqa: E402  (bench/plot_curves.py)
+
+FASHION = "/usr/share/datasets/fashion-mnist"
+RECALL_DEPTH = 10
+HNSW_EF_CONSTRUCTION = 200
+
+
+# ---- data ----------------------------------------------------------------------------------------
+
+def read_idx(path):
+    """IDX (MNIST) unsigned-byte images as float32 rows of the raw 0..255 values."""
+    with gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb") as f:
+        raw = f.read()
+    if raw[2] != 0x08:
+        sys.exit(f"{path}: not unsigned-byte IDX data")
+    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(raw[3])]
+    return np.frombuffer(raw, np.uint8, offset=4 + 4 * raw[3]).reshape(dims[0], -1).astype(np.float32)
+
+
+def exact_truth(base, queries, depth):
+    """Exact L2 top-depth ids, in float64 blocks (ties by id)."""
+    norms = (base.astype(np.float64) ** 2).sum(1)
+    out = np.empty((len(queries), depth), np.int64)
+    for i in range(0, len(queries), 500):
+        q = queries[i:i + 500].astype(np.float64)
+        d = norms[None, :] - 2 * q @ base.T.astype(np.float64)
+        part = np.argpartition(d, depth, axis=1)[:, :depth + 1]
+        for r in range(len(q)):
+            cand = part[r]
+            order = np.lexsort((cand, d[r, cand]))
+            out[i + r] = cand[order][:depth]
+    return out
+
+
+def recall_at(ids, gt, r=RECALL_DEPTH):
+    return float(np.mean([len(set(ids[i, :r]) & set(gt[i, :r])) / r for i in range(len(gt))]))
+
+
+# ---- quiver through the C ABI --------------------------------------------------------------------
+
+class ContextOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("device", ctypes.c_int32),
+                ("device_id", ctypes.c_int32), ("cpu_threads", ctypes.c_int32)]
+
+
+class SearchParams(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("filter", ctypes.c_void_p),
+                ("filter_bits", ctypes.c_int64), ("nprobe", ctypes.c_uint32),
+                ("search_width", ctypes.c_uint32), ("compute_mode", ctypes.c_int32),
+                ("refine_factor", ctypes.c_uint32)]
+
+
+QV_DEVICE_CPU = 1
+QV_METRIC_L2 = 0
+
+
+class Quiver:
+    def __init__(self, lib_path, threads):
+        self.lib = ctypes.CDLL(lib_path)
+        self.lib.qv_last_error_message.restype = ctypes.c_char_p
+        self.lib.qv_version_string.restype = ctypes.c_char_p
+        opts = ContextOptions()
+        self.check(self.lib.qv_context_options_init(ctypes.byref(opts)), "qv_context_options_init")
+        opts.device, opts.cpu_threads = QV_DEVICE_CPU, threads
+        self.ctx = ctypes.c_void_p()
+        self.check(self.lib.qv_context_create(ctypes.byref(opts), ctypes.byref(self.ctx)), "qv_context_create")
+        self.index = ctypes.c_void_p()
+
+    def check(self, status, what):
+        if status != 0:
+            sys.exit(f"{what}: status {status}: {self.lib.qv_last_error_message().decode()}")
+
+    def version(self):
+        return self.lib.qv_version_string().decode()
+
+    def build(self, descriptor, base):
+        self.check(self.lib.qv_index_create(self.ctx, descriptor.encode(), ctypes.c_int64(base.shape[1]),
+                                            QV_METRIC_L2, ctypes.byref(self.index)), "qv_index_create")
+        base = np.ascontiguousarray(base, np.float32)
+        t0 = time.perf_counter()
+        self.check(self.lib.qv_index_add(self.index, ctypes.c_int64(len(base)),
+                                         base.ctypes.data_as(ctypes.c_void_p), None), "qv_index_add")
+        return time.perf_counter() - t0
+
+    def search(self, queries, k, width):
+        params = SearchParams()
+        self.check(self.lib.qv_search_params_init(ctypes.byref(params)), "qv_search_params_init")
+        params.search_width = width
+        dist = np.empty((len(queries), k), np.float32)
+        ids = np.empty((len(queries), k), np.int64)
+        self.check(self.lib.qv_index_search(self.index, ctypes.c_int64(len(queries)),
+                                            queries.ctypes.data_as(ctypes.c_void_p), ctypes.c_uint32(k),
+                                            ctypes.byref(params), dist.ctypes.data_as(ctypes.c_void_p),
+                                            ids.ctypes.data_as(ctypes.c_void_p)), "qv_index_search")
+        return ids
+
+
+# ---- timing --------------------------------------------------------------------------------------
+
+def timed_once(fn):
+    c0, t0 = time.process_time(), time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, time.process_time() - c0, out
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--lib", default=os.path.join(REPO, "build", "libquiver.so"))
+    p.add_argument("--index", default="Graph32")
+    p.add_argument("--width", default="10,12,16,24,32,48,64", help="quiver search_width sweep")
+    p.add_argument("--ef", default="10,16,24,32,48,64,96,128", help="hnswlib ef sweep")
+    p.add_argument("--hnsw-m", default="16,32", help="hnswlib M values")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--repeats", type=int, default=5, help="timed rounds after one warm-up (median)")
+    p.add_argument("--nq", type=int, default=0, help="use the first NQ queries (default all 10 000)")
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--json", default=os.path.join(HERE, "out", "fashion-mnist.json"))
+    args = p.parse_args()
+    widths = [int(v) for v in args.width.split(",") if v]
+    efs = [int(v) for v in args.ef.split(",") if v]
+    ms = [int(v) for v in args.hnsw_m.split(",") if v]
+    command = shlex.join([sys.executable] + sys.argv)
+
+    base = read_idx(os.path.join(FASHION, "train-images-idx3-ubyte.gz"))
+    queries = read_idx(os.path.join(FASHION, "t10k-images-idx3-ubyte.gz"))
+    if args.nq:
+        queries = queries[:args.nq]
+    queries = np.ascontiguousarray(queries)
+    t0 = time.perf_counter()
+    gt = exact_truth(base, queries, RECALL_DEPTH)
+    machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "load1": os.getloadavg()[0]}
+    print(f"machine: {machine['cpu']}, {machine['cores']} CPUs, load {machine['load1']:.1f}; "
+          f"threads {args.threads}\ncommand: {command}\n"
+          f"data: fashion-mnist n={len(base)} d={base.shape[1]} nq={len(queries)} "
+          f"(ground truth {time.perf_counter() - t0:.1f} s)", flush=True)
+
+    import hnswlib
+    hnsw_name = f"hnswlib {importlib.metadata.version('hnswlib')}"
+    qv = Quiver(args.lib, args.threads)
+    # Builds, one after the other (each alone on the machine's cores as far as this script goes).
+    methods = []  # (label, index name, baseline, build_s, search(param) -> ids, params(param), points)
+    build_s = qv.build(args.index, base)
+    print(f"build: quiver {args.index} {build_s:.2f} s", flush=True)
+    methods.append(("quiver", args.index, None, build_s,
+                    lambda w: qv.search(queries, args.k, w), lambda w: {"search_width": w}, widths))
+    for m in ms:
+        h = hnswlib.Index(space="l2", dim=base.shape[1])
+        t0 = time.perf_counter()
+        h.init_index(max_elements=len(base), M=m, ef_construction=HNSW_EF_CONSTRUCTION, random_seed=100)
+        h.add_items(base, num_threads=args.threads)
+        b = time.perf_counter() - t0
+        print(f"build: {hnsw_name} M={m} efConstruction={HNSW_EF_CONSTRUCTION} {b:.2f} s", flush=True)
+
+        def search(ef, h=h):
+            h.set_ef(max(ef, args.k))
+            return h.knn_query(queries, k=args.k, num_threads=args.threads)[0].astype(np.int64)
+        methods.append((f"HNSW{m}", f"HNSW{m}", hnsw_name, b, search,
+                        lambda ef, m=m: {"M": m, "ef_construction": HNSW_EF_CONSTRUCTION, "ef": ef}, efs))
+
+    # Interleaved rounds: every point of every method once per round.
+    points = [(mi, v) for mi, meth in enumerate(methods) for v in meth[6]]
+    walls = {pt: [] for pt in points}
+    cpus = {pt: [] for pt in points}
+    recalls = {}
+    for rnd in range(args.repeats + 1):
+        for mi, v in points:
+            wall, cpu, ids = timed_once(lambda: methods[mi][4](v))
+            if rnd == 0:  # warm-up; recall from it
+                recalls[(mi, v)] = recall_at(ids, gt)
+            else:
+                walls[(mi, v)].append(wall)
+                cpus[(mi, v)].append(cpu)
+        print(f"round {rnd}/{args.repeats} done", flush=True)
+
+    rows = []
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for mi, v in points:
+        label, index, baseline, b, _, params, _ = methods[mi]
+        wall, cpu = statistics.median(walls[(mi, v)]), statistics.median(cpus[(mi, v)])
+        r = dict(dataset="fashion-mnist", n=len(base), d=base.shape[1], nq=len(queries), k=args.k,
+                 metric="l2", index=index, params=params(v), device="cpu", threads=args.threads,
+                 batch=len(queries), build_s=b, search_s=wall, qps=len(queries) / wall,
+                 cpu_s=cpu, cpu_qps=len(queries) / (cpu / args.threads), recall10=recalls[(mi, v)],
+                 repeats=args.repeats, machine=machine, command=command, time=stamp)
+        if baseline:
+            r["baseline"] = baseline
+        else:
+            r["quiver_version"] = qv.version()
+        rows.append(r)
+        print(f"  {label:8s} {plot_curves.fmt_params(r['params']):36s} recall@10 {r['recall10']:.4f} "
+              f"QPS {r['qps']:9.0f}  cpu-QPS {r['cpu_qps']:9.0f}  build {b:7.2f} s", flush=True)
+
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    print(f"JSON lines: {args.json}")
+    for key, what in (("qps", "wall-clock QPS"), ("cpu_qps", "CPU-time QPS")):
+        print(f"\nbest {what} at recall@10 >= target:")
+        for label in dict.fromkeys(methods[mi][0] for mi, _ in points):
+            line = f"  {label:8s}"
+            for target in (0.95, 0.99):
+                ok = [r for r, (mi, _) in zip(rows, points) if methods[mi][0] == label and r["recall10"] >= target]
+                best = max(ok, key=lambda r: r[key]) if ok else None
+                line += (f"  {target}: {best[key]:8.0f} ({plot_curves.fmt_params(best['params'])})" if best
+                         else f"  {target}: -")
+            print(line)
+    title = f"fashion-mnist n={len(base)} d={base.shape[1]} k={args.k}, {args.threads} threads, {machine['cpu']}"
+    plot_curves.plot(rows, os.path.splitext(args.json)[0] + ".png", title)
+
+
+if __name__ == "__main__":
+    main()

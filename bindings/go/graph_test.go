@@ -1,0 +1,123 @@
+package quiver
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// newGraph returns a "Graph..." index of the descriptor holding data (ids 0..n-1), closed when the
+// test ends. A graph index needs no training: the first Add builds the graph.
+func newGraph(t *testing.T, ctx *Context, descriptor string, dim int, metric Metric, data []float32) *Index {
+	t.Helper()
+	ix, err := NewIndex(ctx, descriptor, dim, metric)
+	if err != nil {
+		t.Fatalf("NewIndex(%q): %v", descriptor, err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	if err := ix.Add(data); err != nil {
+		t.Fatalf("Add: %v", err)
+	}
+	return ix
+}
+
+func TestGraphRecallAgainstExact(t *testing.T) {
+	ctx := newContext(t)
+	const dim, k = 16, 10
+	base, queries := clustered(1, 1500, dim), clustered(2, 50, dim)
+	exact, err := newFlat(t, ctx, dim, MetricL2, base).Search(queries, k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := newGraph(t, ctx, "Graph32", dim, MetricL2, base)
+	got, err := ix.Search(queries, k, &SearchParams{SearchWidth: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits := 0
+	for q := 0; q < got.NQ; q++ {
+		want := map[int64]bool{}
+		for _, id := range exact.IDs[q*k : (q+1)*k] {
+			want[id] = true
+		}
+		for _, id := range got.IDs[q*k : (q+1)*k] {
+			if want[id] {
+				hits++
+			}
+		}
+	}
+	if r := float64(hits) / float64(got.NQ*k); r < 0.95 {
+		t.Fatalf("recall@10 %.3f, want >= 0.95", r)
+	}
+}
+
+func TestGraphRemoveAddAndReload(t *testing.T) {
+	ctx := newContext(t)
+	const dim = 16
+	ix := newGraph(t, ctx, "Graph16,K32", dim, MetricCosine, clustered(3, 1000, dim))
+	if n, err := ix.Remove([]int64{0, 1, 2, 999999}); err != nil || n != 3 {
+		t.Fatalf("Remove: %d, %v; want 3", n, err)
+	}
+	more := clustered(4, 10, dim)
+	ids := []int64{5000, 5001, 5002, 5003, 5004, 5005, 5006, 5007, 5008, 5009}
+	if err := ix.AddWithIDs(more, ids); err != nil {
+		t.Fatal(err)
+	}
+	own, err := ix.Search(more, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range own.IDs {
+		if id != ids[i] {
+			t.Fatalf("added vector %d found as %d", ids[i], id)
+		}
+	}
+	queries := clustered(5, 20, dim)
+	before, err := ix.Search(queries, 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range before.IDs {
+		if id >= 0 && id <= 2 {
+			t.Fatalf("removed id %d returned", id)
+		}
+	}
+	buf, err := ix.SaveToBuffer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := LoadFromBuffer(ctx, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loaded.Close()
+	after, err := loaded.Search(queries, 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range before.IDs {
+		if before.IDs[i] != after.IDs[i] {
+			t.Fatalf("after reload ids %v, want %v", after.IDs[:10], before.IDs[:10])
+		}
+	}
+	buf[len(buf)/2] ^= 0x10
+	if _, err := LoadFromBuffer(ctx, buf); !errors.Is(err, ErrCorruptData) {
+		t.Fatalf("damaged buffer: %v, want ErrCorruptData", err)
+	}
+}
+
+func TestGraphErrors(t *testing.T) {
+	ctx := newContext(t)
+	if _, err := NewIndex(ctx, "Graph1", 8, MetricL2); !errors.Is(err, ErrInvalidArgument) ||
+		!strings.Contains(err.Error(), "Graph<R>") {
+		t.Fatalf("Graph1: %v, want ErrInvalidArgument naming Graph<R>", err)
+	}
+	ix, err := NewIndex(ctx, "Graph32", 8, MetricL2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if _, err := ix.Search(make([]float32, 8), 5, nil); !errors.Is(err, ErrNotTrained) {
+		t.Fatalf("search before add: %v, want ErrNotTrained", err)
+	}
+}

@@ -1,0 +1,99 @@
+//! The graph index ("Graph<R>") through the existing index API: recall against exact search,
+//! search_width as the knob, remove, add after the build, save/load, and its errors.
+
+mod common;
+
+use common::context;
+use quiver::{Index, Metric, SearchParams, Status};
+
+/// `n x dim` vectors around 10 fixed centres, the same for a given seed.
+fn clustered(n: usize, dim: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+    };
+    let mut centres_state = 7u64;
+    let centres: Vec<f32> = (0..10 * dim)
+        .map(|_| {
+            centres_state = centres_state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((centres_state >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * 4.0
+        })
+        .collect();
+    let mut x = Vec::with_capacity(n * dim);
+    for _ in 0..n {
+        let c = ((next() + 1.0) * 5.0) as usize % 10;
+        for d in 0..dim {
+            x.push(centres[c * dim + d] + next());
+        }
+    }
+    x
+}
+
+const DIM: usize = 16;
+
+#[test]
+fn graph32_finds_what_exact_search_finds() {
+    let base = clustered(1500, DIM, 1);
+    let queries = clustered(50, DIM, 2);
+    let mut flat = Index::new(&context(), "Flat", DIM, Metric::L2).unwrap();
+    flat.add(&base).unwrap();
+    let mut graph = Index::new(&context(), "Graph32", DIM, Metric::L2).unwrap();
+    graph.add(&base).unwrap();
+    assert_eq!(graph.info().unwrap().count, 1500);
+    let want = flat.search(&queries, 10, &SearchParams::default()).unwrap();
+    let got = graph
+        .search(&queries, 10, &SearchParams::new().with_search_width(64))
+        .unwrap();
+    let hits: usize = got
+        .iter()
+        .zip(want.iter())
+        .map(|(g, w)| g.ids.iter().filter(|id| w.ids.contains(id)).count())
+        .sum();
+    assert!(hits as f64 / 500.0 >= 0.95, "recall {}", hits as f64 / 500.0);
+}
+
+#[test]
+fn graph_remove_add_and_reload() {
+    let base = clustered(1000, DIM, 3);
+    let queries = clustered(20, DIM, 4);
+    let mut graph = Index::new(&context(), "Graph16,K32", DIM, Metric::Cosine).unwrap();
+    graph.add(&base).unwrap();
+    assert_eq!(graph.remove(&[0, 1, 2, 999_999]).unwrap(), 3);
+    assert_eq!(graph.info().unwrap().count, 997);
+    let more = clustered(10, DIM, 5);
+    let ids: Vec<i64> = (5000..5010).collect();
+    graph.add_with_ids(&more, &ids).unwrap();
+    let own = graph.search(&more, 1, &SearchParams::default()).unwrap();
+    assert_eq!(own.ids(), &ids[..]);
+
+    let before = graph.search(&queries, 10, &SearchParams::default()).unwrap();
+    for id in before.ids() {
+        assert!(*id > 2, "removed id {id} returned");
+    }
+    let bytes = graph.save_to_buffer().unwrap();
+    let loaded = Index::load_from_buffer(&context(), &bytes).unwrap();
+    let after = loaded.search(&queries, 10, &SearchParams::default()).unwrap();
+    assert_eq!(before.ids(), after.ids());
+    let mut damaged = bytes.clone();
+    let at = damaged.len() / 2;
+    damaged[at] ^= 0x10;
+    let err = Index::load_from_buffer(&context(), &damaged).unwrap_err();
+    assert_eq!(err.status, Status::CorruptData);
+}
+
+#[test]
+fn graph_errors_name_the_problem() {
+    let err = Index::new(&context(), "Graph1", DIM, Metric::L2).unwrap_err();
+    assert_eq!(err.status, Status::InvalidArgument);
+    assert!(err.to_string().contains("Graph<R>"), "{err}");
+    let graph = Index::new(&context(), "Graph32", DIM, Metric::L2).unwrap();
+    let err = graph
+        .search(&clustered(1, DIM, 6), 5, &SearchParams::default())
+        .unwrap_err();
+    assert_eq!(err.status, Status::NotTrained);
+}

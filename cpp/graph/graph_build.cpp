@@ -1,0 +1,153 @@
+#include "cpp/graph/graph_build.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "cpp/core/error.h"
+#include "cpp/graph/connectivity.h"
+
+namespace quiver {
+
+namespace {
+
+PruneSpace prune_space(Metric metric, const float* vectors, int64_t dim) {
+  PruneSpace space;
+  space.vectors = vectors;
+  space.dim = dim;
+  space.key = prune_key(metric);
+  space.l2_keys = metric != Metric::inner_product;
+  return space;
+}
+
+// n <= degree + 1: every row links every other row, closest first; nothing to prune.
+FixedDegreeGraph complete_graph(ThreadPool& pool, Metric metric, const float* vectors, int64_t n, int64_t dim,
+                                int32_t degree) {
+  FixedDegreeGraph graph(n, degree);
+  const KeyFn key = search_key(metric);
+  pool.parallel_for(n, [&](int64_t p) {
+    std::vector<Neighbour> others;
+    for (int64_t q = 0; q < n; ++q)
+      if (q != p) others.push_back({key(vectors + p * dim, vectors + q * dim, dim), static_cast<int32_t>(q)});
+    std::sort(others.begin(), others.end());
+    for (size_t j = 0; j < others.size(); ++j) graph.row(p)[j] = others[j].row;
+  });
+  return graph;
+}
+
+}  // namespace
+
+int32_t medoid(const float* vectors, int64_t n, int64_t dim) {
+  if (n <= 0) return -1;
+  std::vector<double> sum(static_cast<size_t>(dim), 0.0);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < dim; ++c) sum[c] += vectors[r * dim + c];
+  std::vector<float> mean(static_cast<size_t>(dim));
+  for (int64_t c = 0; c < dim; ++c) mean[c] = static_cast<float>(sum[c] / static_cast<double>(n));
+  const KeyFn key = search_key(Metric::l2);
+  int32_t best = 0;
+  float best_key = key(mean.data(), vectors, dim);
+  for (int64_t r = 1; r < n; ++r) {
+    const float k = key(mean.data(), vectors + r * dim, dim);
+    if (k < best_key) {
+      best_key = k;
+      best = static_cast<int32_t>(r);
+    }
+  }
+  return best;
+}
+
+std::vector<int32_t> spread_entries(ThreadPool& pool, const float* vectors, int64_t n, int64_t dim, int64_t count) {
+  std::vector<int32_t> entries;
+  if (n <= 0) return entries;
+  entries.push_back(medoid(vectors, n, dim));
+  count = std::min(count, n);
+  const KeyFn key = search_key(Metric::l2);
+  std::vector<float> nearest(static_cast<size_t>(n), std::numeric_limits<float>::infinity());
+  constexpr int64_t kRowsPerTask = 4096;
+  const int64_t tasks = (n + kRowsPerTask - 1) / kRowsPerTask;
+  std::vector<std::pair<float, int64_t>> farthest(static_cast<size_t>(tasks));
+  while (static_cast<int64_t>(entries.size()) < count) {
+    const float* last = vectors + static_cast<int64_t>(entries.back()) * dim;
+    pool.parallel_for(tasks, [&](int64_t t) {
+      std::pair<float, int64_t> best{-1.0f, -1};
+      for (int64_t r = t * kRowsPerTask; r < std::min(n, (t + 1) * kRowsPerTask); ++r) {
+        nearest[r] = std::min(nearest[r], key(last, vectors + r * dim, dim));
+        if (nearest[r] > best.first) best = {nearest[r], r};
+      }
+      farthest[t] = best;
+    });
+    std::pair<float, int64_t> best{-1.0f, -1};
+    for (const auto& f : farthest)
+      if (f.first > best.first) best = f;  // ties: the first task's, the smaller row
+    if (best.first <= 0.0f) break;  // every row coincides with an entry
+    entries.push_back(static_cast<int32_t>(best.second));
+  }
+  return entries;
+}
+
+BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, int64_t n, int64_t dim,
+                       const GraphBuildParams& params) {
+  require(n >= 0 && n <= INT32_MAX, "graph build: n = ", n, " is above the graph's 32-bit rows");
+  BuiltGraph built;
+  const int32_t degree = params.prune.degree;
+  built.entries = spread_entries(context.pool(), vectors, n, dim, params.entry_points);
+  if (n <= static_cast<int64_t>(degree) + 1) {
+    built.graph = complete_graph(context.pool(), metric, vectors, n, dim, degree);
+    return built;
+  }
+
+  KnnGraphOptions options;
+  options.k = std::min(params.knn_k, n - 1);
+  options.method = params.knn_method;
+  std::vector<int32_t> knn(static_cast<size_t>(n * options.k));
+  std::vector<float> keys(static_cast<size_t>(n * options.k));
+  knn_graph(context, metric, dim, n, vectors, options, knn.data(), keys.data());
+  // Distances in the metric's units -> prune keys (smaller is closer).
+  for (float& d : keys)
+    d = metric == Metric::l2 ? d : prune_key_of_search_key(metric, -d);
+
+  const PruneSpace space = prune_space(metric, vectors, dim);
+  const int64_t k = options.k;
+  // 1. Rows pruned from the k-NN lists, with reverse edges: a local, well-connected graph.
+  const CandidateFn from_knn = [&](int64_t p, std::vector<Neighbour>& list, BeamScratch&) {
+    for (int64_t j = 0; j < k; ++j) list.push_back({keys[p * k + j], knn[p * k + j]});
+  };
+  built.graph = merge_reverse_edges(context.pool(), space, choose_rows(context.pool(), space, n, from_knn, params.prune),
+                                    knn.data(), keys.data(), k, params.prune);
+  // 2. As NSG: each row pruned again from what a search for its point on graph 1 computes on the
+  // way from the entry, plus its k-NN list. The path gives the far candidates a k-NN list lacks, and
+  // pruning keeps those that lead elsewhere: the long edges that let a search cross between
+  // clusters.
+  if (params.refine_width > 0) {
+    GraphView view;
+    view.graph = &built.graph;
+    view.vectors = vectors;
+    view.dim = dim;
+    view.key = search_key(metric);
+    const int64_t cap = params.refine_candidates;
+    const CandidateFn from_search = [&](int64_t p, std::vector<Neighbour>& list, BeamScratch& scratch) {
+      thread_local std::vector<Neighbour> best;
+      beam_search(view, vectors + p * dim, built.entries.data(), static_cast<int64_t>(built.entries.size()),
+                  params.refine_width, 1, nullptr, scratch, best, &list);
+      if (static_cast<int64_t>(list.size()) > cap) {
+        std::nth_element(list.begin(), list.begin() + cap, list.end());
+        list.resize(static_cast<size_t>(cap));
+      }
+      for (Neighbour& c : list) c.key = prune_key_of_search_key(metric, c.key);
+      for (int64_t j = 0; j < k; ++j) list.push_back({keys[p * k + j], knn[p * k + j]});
+    };
+    built.graph = merge_reverse_edges(context.pool(), space,
+                                      choose_rows(context.pool(), space, n, from_search, params.prune), knn.data(),
+                                      keys.data(), k, params.prune);
+  }
+  GraphView view;
+  view.graph = &built.graph;
+  view.vectors = vectors;
+  view.dim = dim;
+  view.key = search_key(metric);
+  connect_from_entry(built.graph, view, built.entries.front(), std::max<int64_t>(params.connect_width, degree));
+  return built;
+}
+
+}  // namespace quiver

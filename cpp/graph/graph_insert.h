@@ -1,0 +1,31 @@
+// Inserting rows into a built graph with local repair (as HNSW and Vamana insert): the new row's
+// candidates are the closest rows a search of the graph finds for it, pruned to the degree
+// (prune.h); each chosen neighbour then gets the new row as a reverse edge, in a free slot or by
+// pruning its row plus the new one again. Rows are inserted one after another, each search seeing
+// the rows inserted before it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cpp/core/metric.h"
+#include "cpp/graph/beam_search.h"
+#include "cpp/graph/fixed_degree_graph.h"
+#include "cpp/graph/prune.h"
+
+namespace quiver {
+
+struct InsertParams {
+  PruneParams prune;
+  int64_t width = 128;  // pool of the search for candidates
+};
+
+// graph: rows [first, graph.rows) are new and empty; vectors covers every row (normalised for
+// cosine). removed: per row, nonzero for tombstones (never chosen as neighbours), or null.
+// Allocates only small per-call buffers.
+// entries: where the searches start (graph_build.h), at least one.
+void insert_rows(FixedDegreeGraph& graph, Metric metric, const float* vectors, int64_t dim,
+                 const std::vector<int32_t>& entries, int64_t first, const uint8_t* removed,
+                 const InsertParams& params);
+
+}  // namespace quiver

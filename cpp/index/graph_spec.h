@@ -1,0 +1,29 @@
+// Graph index descriptors: "Graph<R>" with optional ",K<k>", e.g. "Graph32", "Graph32,K64".
+//   R  the fixed out-degree of every row of the stored graph, 2 .. kMaxGraphDegree
+//   K  the k of the k-NN graph the build prunes from, R/2 .. kMaxGraphKnnK (default 2R, at most
+//      n - 1 for n vectors): more candidates make a better graph and a slower build.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace quiver {
+
+constexpr int64_t kMinGraphDegree = 2;
+// A row of 1024 ids is 4 KiB; wider rows only slow search down.
+constexpr int64_t kMaxGraphDegree = 1024;
+// knn_graph's k must stay below QV_MAX_K.
+constexpr int64_t kMaxGraphKnnK = 2047;
+
+struct GraphSpec {
+  int32_t degree = 32;
+  int64_t knn_k = 64;
+};
+
+// True when the descriptor names a graph index (starts with "Graph"); it is then parsed or refused.
+bool is_graph_descriptor(const std::string& descriptor);
+
+// Throws invalid_argument naming what is wrong: malformed text, R or K out of range, repeated K.
+GraphSpec parse_graph_descriptor(const std::string& descriptor);
+
+}  // namespace quiver

@@ -1,0 +1,340 @@
+// The graph index ("Graph<R>") against exact search: recall on clustered data, exact results where
+// the graph is complete, awkward sizes, duplicates, disconnected clusters, filters, tombstones, adds
+// after the build, save/load and corrupt files, and bad input leaving the index unchanged.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <set>
+
+#include "cpp/graph/fixed_degree_graph.h"
+#include "cpp/index/graph_index.h"
+#include "cpp/index/graph_spec.h"
+#include "cpp/io/bytes.h"
+#include "cpp/io/checksum.h"
+#include "cpp/io/index_io.h"
+#include "ivf_testing.h"
+
+namespace quiver {
+namespace {
+
+using testing::build;
+using testing::clustered_vectors;
+using testing::recall;
+using testing::Results;
+using testing::search;
+using testing::status_of;
+
+constexpr int64_t kDim = 24, kK = 10;
+
+SearchOptions width(uint32_t w) {
+  SearchOptions o;
+  o.search_width = w;
+  return o;
+}
+
+const GraphIndex& as_graph(const Index& index) { return dynamic_cast<const GraphIndex&>(index); }
+
+// Every row reachable from the entry, rows full where n > R, ids in range, no self loops or repeats.
+void expect_well_formed(const GraphIndex& index) {
+  const FixedDegreeGraph& g = index.graph();
+  const int64_t n = g.rows;
+  std::vector<uint8_t> reached(static_cast<size_t>(n), 0);
+  const int32_t entry = index.entries().front();
+  std::deque<int32_t> queue{entry};
+  reached[entry] = 1;
+  while (!queue.empty()) {
+    const int32_t r = queue.front();
+    queue.pop_front();
+    for (int32_t j = 0; j < g.degree && g.row(r)[j] != kEmptySlot; ++j)
+      if (!reached[g.row(r)[j]]) reached[g.row(r)[j]] = 1, queue.push_back(g.row(r)[j]);
+  }
+  for (int64_t r = 0; r < n; ++r) {
+    ASSERT_TRUE(reached[r]) << "row " << r << " unreachable";
+    const int32_t used = g.used(r);
+    if (n > g.degree) EXPECT_GE(used, g.degree - 1) << "row " << r;
+    std::set<int32_t> seen;
+    for (int32_t j = 0; j < used; ++j) {
+      const int32_t v = g.row(r)[j];
+      ASSERT_GE(v, 0);
+      ASSERT_LT(v, n);
+      EXPECT_NE(v, r) << "self loop";
+      EXPECT_TRUE(seen.insert(v).second) << "row " << r << " repeats " << v;
+    }
+  }
+}
+
+class GraphIndexTest : public ::testing::TestWithParam<Metric> {
+ protected:
+  Context context_{testing::cpu_options()};
+};
+
+TEST_P(GraphIndexTest, RecallOnClusteredData) {
+  const Metric metric = GetParam();
+  constexpr int64_t n = 2013, nq = 200;  // n not a multiple of 32
+  const auto x = clustered_vectors(n, kDim, 30, 1);
+  const auto q = clustered_vectors(nq, kDim, 30, 2);
+  auto flat = build(context_, "Flat", kDim, metric, x);
+  auto graph = build(context_, "Graph16", kDim, metric, x);
+  EXPECT_EQ(graph->kind(), IndexKind::graph);
+  EXPECT_EQ(graph->count(), n);
+  expect_well_formed(as_graph(*graph));
+  const Results truth = search(*flat, q, kK);
+  const Results got = search(*graph, q, kK, width(64));
+  EXPECT_GE(recall(got, truth, nq, kK), 0.95);
+  // Distances are the metric's, closest first.
+  for (int64_t i = 0; i < nq; ++i)
+    for (int64_t j = 1; j < kK; ++j) {
+      const float a = got.distances[i * kK + j - 1], b = got.distances[i * kK + j];
+      EXPECT_TRUE(metric == Metric::l2 ? a <= b : a >= b);
+    }
+  // A wider pool does not find less.
+  EXPECT_GE(recall(search(*graph, q, kK, width(200)), truth, nq, kK), 0.99);
+}
+
+TEST_P(GraphIndexTest, CompleteGraphsAreExact) {
+  const Metric metric = GetParam();
+  for (int64_t n : {1, 2, 7, 33}) {  // n <= R + 1: every row links every other
+    const auto x = clustered_vectors(n, kDim, 3, 5);
+    const auto q = clustered_vectors(13, kDim, 3, 6);
+    auto flat = build(context_, "Flat", kDim, metric, x);
+    auto graph = build(context_, "Graph32", kDim, metric, x);
+    for (int64_t k : {int64_t{1}, n, n + 5}) {  // k > count pads with -1
+      const Results want = search(*flat, q, k);
+      const Results got = search(*graph, q, k);
+      EXPECT_EQ(got.ids, want.ids) << "n " << n << " k " << k;
+      for (size_t i = 0; i < want.distances.size(); ++i) {
+        if (std::isinf(want.distances[i])) {
+          EXPECT_EQ(got.distances[i], want.distances[i]);
+        } else {
+          EXPECT_NEAR(got.distances[i], want.distances[i], 1e-3f * std::max(1.0f, std::abs(want.distances[i])));
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Metrics, GraphIndexTest,
+                         ::testing::Values(Metric::l2, Metric::inner_product, Metric::cosine),
+                         [](const auto& info) {
+                           return std::string(info.param == Metric::l2 ? "L2"
+                                              : info.param == Metric::inner_product ? "InnerProduct"
+                                                                                     : "Cosine");
+                         });
+
+class GraphIndexL2 : public ::testing::Test {
+ protected:
+  Context context_{testing::cpu_options()};
+  std::vector<float> x_ = clustered_vectors(1500, kDim, 20, 11);
+  std::vector<float> q_ = clustered_vectors(100, kDim, 20, 12);
+};
+
+TEST_F(GraphIndexL2, DuplicatesAndTiesFindTheRightDistances) {
+  // Every vector three times (ties everywhere), plus a block of 60 identical ones.
+  std::vector<float> x;
+  for (int copy = 0; copy < 3; ++copy) x.insert(x.end(), x_.begin(), x_.begin() + 400 * kDim);
+  for (int i = 0; i < 60; ++i) x.insert(x.end(), x_.begin() + 1000 * kDim, x_.begin() + 1001 * kDim);
+  auto flat = build(context_, "Flat", kDim, Metric::l2, x);
+  auto graph = build(context_, "Graph16", kDim, Metric::l2, x);
+  expect_well_formed(as_graph(*graph));
+  const Results want = search(*flat, q_, kK);
+  const Results got = search(*graph, q_, kK, width(128));
+  // With ties the ids may differ; the k-th distance must match (graph results are real points).
+  int64_t matched = 0;
+  for (int64_t i = 0; i < 100; ++i)
+    matched += std::abs(got.distances[i * kK + kK - 1] - want.distances[i * kK + kK - 1]) <=
+               1e-3f * std::max(1.0f, want.distances[i * kK + kK - 1]);
+  EXPECT_GE(matched, 95);
+  // The block of identical vectors is found from its own point.
+  const std::vector<float> point(x_.begin() + 1000 * kDim, x_.begin() + 1001 * kDim);
+  const Results own = search(*graph, point, kK);
+  for (int64_t j = 0; j < kK; ++j) EXPECT_EQ(own.distances[j], 0.0f);
+}
+
+TEST_F(GraphIndexL2, DisconnectedClustersAreAllReachable) {
+  // Four far-apart groups: the k-NN graph has no edge between them.
+  std::vector<float> x;
+  for (int g = 0; g < 4; ++g) {
+    auto part = clustered_vectors(301, kDim, 3, 20 + g);
+    for (int64_t i = 0; i < 301; ++i) part[i * kDim + g] += 1000.0f;
+    x.insert(x.end(), part.begin(), part.end());
+  }
+  std::vector<float> q;
+  for (int g = 0; g < 4; ++g) {
+    auto part = clustered_vectors(25, kDim, 3, 40 + g);
+    for (int64_t i = 0; i < 25; ++i) part[i * kDim + g] += 1000.0f;
+    q.insert(q.end(), part.begin(), part.end());
+  }
+  auto flat = build(context_, "Flat", kDim, Metric::l2, x);
+  auto graph = build(context_, "Graph8", kDim, Metric::l2, x);
+  expect_well_formed(as_graph(*graph));
+  EXPECT_GE(recall(search(*graph, q, kK, width(128)), search(*flat, q, kK), 100, kK), 0.95);
+}
+
+TEST_F(GraphIndexL2, FiltersRestrictResultsNotRecall) {
+  auto flat = build(context_, "Flat", kDim, Metric::l2, x_);
+  auto graph = build(context_, "Graph16", kDim, Metric::l2, x_);
+  std::vector<uint8_t> even((1500 + 7) / 8, 0x55);  // even ids
+  SearchOptions o = width(96);
+  o.filter = IdFilter{even.data(), 1500};
+  const Results got = search(*graph, q_, kK, o);
+  for (int64_t id : got.ids) EXPECT_EQ(id % 2, 0);
+  EXPECT_GE(recall(got, search(*flat, q_, kK, o), 100, kK), 0.95);
+  // Three allowed ids: exactly those, then padding (the exact fallback).
+  std::vector<uint8_t> three((1500 + 7) / 8, 0);
+  for (int id : {5, 700, 1499}) three[id / 8] |= uint8_t(1u << (id % 8));
+  o.filter = IdFilter{three.data(), 1500};
+  const Results few = search(*graph, q_, kK, o);
+  for (int64_t i = 0; i < 100; ++i) {
+    std::set<int64_t> ids(few.ids.begin() + i * kK, few.ids.begin() + i * kK + 3);
+    EXPECT_EQ(ids, (std::set<int64_t>{5, 700, 1499}));
+    for (int64_t j = 3; j < kK; ++j) EXPECT_EQ(few.ids[i * kK + j], -1);
+  }
+}
+
+TEST_F(GraphIndexL2, RemoveMarksTombstonesThenCompacts) {
+  auto graph = build(context_, "Graph16", kDim, Metric::l2, x_);
+  std::vector<int64_t> gone;
+  for (int64_t id = 0; id < 1500; id += 3) gone.push_back(id);
+  gone.push_back(0);       // twice in the call: removed once
+  gone.push_back(999999);  // absent: ignored
+  EXPECT_EQ(graph->remove(static_cast<int64_t>(gone.size()), gone.data()), 500);
+  EXPECT_EQ(graph->count(), 1000);
+  EXPECT_EQ(as_graph(*graph).rows(), 1500);  // tombstones, not yet compacted
+  EXPECT_EQ(graph->remove(1, gone.data()), 0);
+  const Results got = search(*graph, q_, kK);
+  for (int64_t id : got.ids) EXPECT_NE(id % 3, 0);
+  // Against exact search over what is left.
+  std::vector<float> kept;
+  std::vector<int64_t> kept_ids;
+  for (int64_t i = 0; i < 1500; ++i)
+    if (i % 3 != 0) kept.insert(kept.end(), x_.begin() + i * kDim, x_.begin() + (i + 1) * kDim), kept_ids.push_back(i);
+  auto flat = build(context_, "Flat", kDim, Metric::l2, kept, kept_ids.data());
+  EXPECT_GE(recall(got, search(*flat, q_, kK), 100, kK), 0.95);
+  // Half the rows removed: compaction rebuilds without them.
+  std::vector<int64_t> more;
+  for (int64_t id = 1; id < 1500; id += 3) more.push_back(id);
+  EXPECT_EQ(graph->remove(static_cast<int64_t>(more.size()), more.data()), 500);
+  EXPECT_EQ(graph->count(), 500);
+  EXPECT_EQ(as_graph(*graph).rows(), 500);
+  expect_well_formed(as_graph(*graph));
+  // A removed id can come back.
+  const int64_t id = 0;
+  graph->add(1, x_.data(), &id);
+  EXPECT_EQ(graph->count(), 501);
+  const Results own = search(*graph, std::vector<float>(x_.begin(), x_.begin() + kDim), 1);
+  EXPECT_EQ(own.ids[0], 0);
+}
+
+TEST_F(GraphIndexL2, AddAfterBuildInsertsWithLocalRepair) {
+  auto flat = build(context_, "Flat", kDim, Metric::l2, x_);
+  auto graph = create_index(context_, "Graph16", kDim, Metric::l2);
+  graph->add(1200, x_.data(), nullptr);
+  for (int64_t first = 1200; first < 1500; first += 100)  // each add < half the index: inserts
+    graph->add(100, x_.data() + first * kDim, nullptr);
+  EXPECT_EQ(graph->count(), 1500);
+  expect_well_formed(as_graph(*graph));
+  EXPECT_GE(recall(search(*graph, q_, kK), search(*flat, q_, kK), 100, kK), 0.95);
+  // Every inserted vector finds itself.
+  const std::vector<float> added(x_.begin() + 1200 * kDim, x_.end());
+  const Results own = search(*graph, added, 1);
+  int64_t found = 0;
+  for (int64_t i = 0; i < 300; ++i) found += own.ids[i] == 1200 + i || own.distances[i] == 0.0f;
+  EXPECT_EQ(found, 300);
+}
+
+TEST_F(GraphIndexL2, SaveLoadRoundTripGivesIdenticalResults) {
+  auto graph = build(context_, "Graph16,K24", kDim, Metric::l2, x_);
+  const int64_t gone[] = {3, 4, 5};
+  graph->remove(3, gone);
+  const std::vector<uint8_t> bytes = save_to_bytes(*graph);
+  auto loaded = load_from_bytes(context_, bytes.data(), bytes.size());
+  EXPECT_EQ(loaded->descriptor(), "Graph16,K24");
+  EXPECT_EQ(loaded->count(), graph->count());
+  const Results a = search(*graph, q_, kK), b = search(*loaded, q_, kK);
+  EXPECT_EQ(a.ids, b.ids);
+  EXPECT_EQ(a.distances, b.distances);
+  EXPECT_EQ(save_to_bytes(*loaded), bytes);
+}
+
+// The saved bytes with one adjacency entry replaced and the checksum made right again, so only the
+// graph check can catch it.
+std::vector<uint8_t> with_neighbour(std::vector<uint8_t> bytes, const Index& index, int32_t value) {
+  const auto& g = as_graph(index);
+  const size_t header = 4 + 4 + 4 + 4 + 8 + 8 + 4 + index.descriptor().size();
+  const size_t adjacency = header + 4 + 8 + 4 + 4 * g.entries().size() +
+                           static_cast<size_t>(g.rows()) * (8 + 1 + 4 * index.dim());
+  std::memcpy(bytes.data() + adjacency + 4 * 17, &value, 4);  // row 1, slot 1 of Graph16
+  const uint64_t sum = checksum64(bytes.data(), bytes.size() - 8);
+  std::memcpy(bytes.data() + bytes.size() - 8, &sum, 8);
+  return bytes;
+}
+
+TEST_F(GraphIndexL2, CorruptGraphsAreRefused) {
+  auto graph = build(context_, "Graph16", kDim, Metric::l2, x_);
+  const std::vector<uint8_t> bytes = save_to_bytes(*graph);
+  // The patch itself is sound: an in-range id loads.
+  const auto fine = with_neighbour(bytes, *graph, 7);
+  EXPECT_EQ(status_of([&] { load_from_bytes(context_, fine.data(), fine.size()); }), Status::ok);
+  for (int32_t bad : {1500, -2, std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min()}) {
+    const auto corrupt = with_neighbour(bytes, *graph, bad);
+    EXPECT_EQ(status_of([&] { load_from_bytes(context_, corrupt.data(), corrupt.size()); }), Status::corrupt_data)
+        << bad;
+  }
+  // Truncated anywhere, or a damaged byte: corrupt, never a crash.
+  for (size_t cut : {size_t{40}, bytes.size() / 2, bytes.size() - 9}) {
+    EXPECT_EQ(status_of([&] { load_from_bytes(context_, bytes.data(), cut); }), Status::corrupt_data) << cut;
+  }
+  auto damaged = bytes;
+  damaged[damaged.size() / 3] ^= 0x40;
+  EXPECT_EQ(status_of([&] { load_from_bytes(context_, damaged.data(), damaged.size()); }), Status::corrupt_data);
+}
+
+TEST_F(GraphIndexL2, BadInputLeavesTheIndexUnchanged) {
+  for (const char* d : {"Graph1", "Graph1025", "Graph", "Graphx", "Graph32,", "Graph32,K8", "Graph32,K3000",
+                        "Graph32,K64,K64", "Graph32,R4", "Graph032x"})
+    EXPECT_EQ(status_of([&] { create_index(context_, d, kDim, Metric::l2); }), Status::invalid_argument) << d;
+  EXPECT_EQ(parse_graph_descriptor("Graph32").knn_k, 64);
+  EXPECT_EQ(parse_graph_descriptor("Graph32,K40").knn_k, 40);
+
+  auto graph = create_index(context_, "Graph16", kDim, Metric::l2);
+  std::vector<float> d(kK), one(kDim, 1.0f);
+  std::vector<int64_t> i(kK);
+  EXPECT_EQ(status_of([&] { graph->search(1, one.data(), kK, SearchOptions{}, d.data(), i.data()); }),
+            Status::not_trained);
+  EXPECT_EQ(status_of([&] { graph->train(1, one.data()); }), Status::ok);
+  graph->add(1500, x_.data(), nullptr);
+  const Results before = search(*graph, q_, kK);
+  auto nan = std::vector<float>(x_.begin(), x_.begin() + 10 * kDim);
+  nan[3 * kDim + 5] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(status_of([&] { graph->add(10, nan.data(), nullptr); }), Status::invalid_argument);
+  const int64_t taken[] = {2000, 5};  // 5 is present
+  EXPECT_EQ(status_of([&] { graph->add(2, x_.data(), taken); }), Status::invalid_argument);
+  EXPECT_EQ(status_of([&] { graph->search(1, one.data(), 0, SearchOptions{}, d.data(), i.data()); }),
+            Status::invalid_argument);
+  EXPECT_EQ(graph->count(), 1500);
+  const Results after = search(*graph, q_, kK);
+  EXPECT_EQ(after.ids, before.ids);
+}
+
+TEST_F(GraphIndexL2, RangeSearchIsExact) {
+  auto flat = build(context_, "Flat", kDim, Metric::l2, x_);
+  auto graph = build(context_, "Graph16", kDim, Metric::l2, x_);
+  const RangeResult want = flat->range_search(20, q_.data(), 30.0f, SearchOptions{});
+  const RangeResult got = graph->range_search(20, q_.data(), 30.0f, SearchOptions{});
+  EXPECT_EQ(got.lims, want.lims);
+  for (int64_t q = 0; q < 20; ++q) {
+    std::set<int64_t> a(got.ids.begin() + got.lims[q], got.ids.begin() + got.lims[q + 1]);
+    std::set<int64_t> b(want.ids.begin() + want.lims[q], want.ids.begin() + want.lims[q + 1]);
+    EXPECT_EQ(a, b);
+  }
+}
+
+TEST_F(GraphIndexL2, SameResultsWhateverTheThreads) {
+  testing::expect_same_whatever_the_threads("Graph16", kDim, x_, q_, kK, SearchOptions{}, {1, 2, 3});
+}
+
+}  // namespace
+}  // namespace quiver
