@@ -134,36 +134,60 @@ struct Warp {
 };
 
 // Distances of cand_row[0 .. count) to the query into cand_key (keys: squared L2, or -<q, x>).
+// Each lane keeps kLoads independent sums so that it issues that many vector loads before it waits
+// for the first: one warp's search is bound by memory latency, not bandwidth.
+constexpr int kLoads = 4;
+static_assert(kLoads == 4, "compute_distances adds the four sums by hand");
+
 template <int kTeam, bool kVec4>
 __device__ void compute_distances(const SearchArgs& a, Warp& w, int count) {
   constexpr int kTeams = kWarp / kTeam;
   const int member = w.lane % kTeam, team = w.lane / kTeam;
   for (int c0 = 0; c0 < count; c0 += kTeams) {
     const int c = c0 + team;
-    float sum = 0.0f;
+    float sums[kLoads] = {};
     if (c < count) {
       const int64_t r = w.cand_row[c];
       if (kVec4) {
         const float4* x = reinterpret_cast<const float4*>(a.vectors + r * a.dim);
         const float4* q = reinterpret_cast<const float4*>(w.query);
-        for (int f = member; f < a.dim / 4; f += kTeam) {
-          const float4 v = __ldg(x + f), u = q[f];
-          if (a.inner_product) {
-            sum = fmaf(u.x, v.x, sum); sum = fmaf(u.y, v.y, sum); sum = fmaf(u.z, v.z, sum); sum = fmaf(u.w, v.w, sum);
-          } else {
-            float d = u.x - v.x; sum = fmaf(d, d, sum); d = u.y - v.y; sum = fmaf(d, d, sum);
-            d = u.z - v.z; sum = fmaf(d, d, sum); d = u.w - v.w; sum = fmaf(d, d, sum);
+        const int n4 = a.dim / 4;
+        for (int f0 = member; f0 < n4; f0 += kTeam * kLoads) {
+          float4 v[kLoads];
+#pragma unroll
+          for (int u = 0; u < kLoads; ++u) {
+            const int f = f0 + u * kTeam;
+            v[u] = f < n4 ? __ldg(x + f) : make_float4(0.f, 0.f, 0.f, 0.f);
+          }
+#pragma unroll
+          for (int u = 0; u < kLoads; ++u) {
+            const int f = f0 + u * kTeam;
+            const float4 p = f < n4 ? q[f] : make_float4(0.f, 0.f, 0.f, 0.f);
+            float& sum = sums[u];
+            if (a.inner_product) {
+              sum = fmaf(p.x, v[u].x, sum); sum = fmaf(p.y, v[u].y, sum);
+              sum = fmaf(p.z, v[u].z, sum); sum = fmaf(p.w, v[u].w, sum);
+            } else {
+              float d = p.x - v[u].x; sum = fmaf(d, d, sum); d = p.y - v[u].y; sum = fmaf(d, d, sum);
+              d = p.z - v[u].z; sum = fmaf(d, d, sum); d = p.w - v[u].w; sum = fmaf(d, d, sum);
+            }
           }
         }
       } else {
         const float* x = a.vectors + r * a.dim;
-        for (int f = member; f < a.dim; f += kTeam) {
-          const float v = __ldg(x + f), u = w.query[f];
-          if (a.inner_product) sum = fmaf(u, v, sum);
-          else sum = fmaf(u - v, u - v, sum);
+        for (int f0 = member; f0 < a.dim; f0 += kTeam * kLoads) {
+          float v[kLoads];
+#pragma unroll
+          for (int u = 0; u < kLoads; ++u) v[u] = f0 + u * kTeam < a.dim ? __ldg(x + f0 + u * kTeam) : 0.0f;
+#pragma unroll
+          for (int u = 0; u < kLoads; ++u) {
+            const float p = f0 + u * kTeam < a.dim ? w.query[f0 + u * kTeam] : 0.0f;
+            sums[u] = a.inner_product ? fmaf(p, v[u], sums[u]) : fmaf(p - v[u], p - v[u], sums[u]);
+          }
         }
       }
     }
+    float sum = (sums[0] + sums[1]) + (sums[2] + sums[3]);
     for (int offset = kTeam / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(kFullMask, sum, offset);
     if (c < count && member == 0) w.cand_key[c] = a.inner_product ? -sum : sum;
   }
