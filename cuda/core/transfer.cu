@@ -2,10 +2,22 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "cuda/core/error.h"
 
 namespace quiver::gpu {
+
+namespace {
+
+// Host copies at least this large are split over several threads; smaller ones cost more to hand
+// out than they gain.
+constexpr size_t kParallelCopyBytes = size_t(1) << 20;
+// Threads of one host copy (the caller included): memory bandwidth is shared, a few saturate it.
+constexpr unsigned kMaxCopyThreads = 4;
+constexpr size_t kCopySliceAlign = 4096;
+
+}  // namespace
 
 MemoryKind memory_kind(const void* p, int device) {
   cudaPointerAttributes attributes{};
@@ -54,6 +66,20 @@ void HostStaging::release() noexcept {
   }
 }
 
+void HostStaging::host_copy(void* dst, const void* src, size_t bytes) {
+  const unsigned threads = std::min(kMaxCopyThreads, std::max(1u, std::thread::hardware_concurrency() / 2));
+  if (bytes < kParallelCopyBytes || threads < 2) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  if (!copiers_) copiers_ = std::make_unique<ThreadPool>(static_cast<int>(threads));
+  const size_t slice = (bytes / threads + kCopySliceAlign - 1) / kCopySliceAlign * kCopySliceAlign;
+  copiers_->parallel_for(threads, [&](int64_t i) {
+    const size_t begin = std::min(bytes, size_t(i) * slice), end = std::min(bytes, begin + slice);
+    std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, end - begin);
+  });
+}
+
 void HostStaging::to_device(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
   auto* out = static_cast<char*>(dst);
   const auto* in = static_cast<const char*>(src);
@@ -63,7 +89,7 @@ void HostStaging::to_device(void* dst, const void* src, size_t bytes, cudaStream
     const int h = static_cast<int>(next_++ & 1);
     const size_t n = std::min(chunk_, bytes - offset);
     QV_CUDA_CHECK(cudaEventSynchronize(done_[h]));  // the previous DMA out of this buffer is done
-    std::memcpy(buffer_[h], in + offset, n);
+    host_copy(buffer_[h], in + offset, n);
     QV_CUDA_CHECK(cudaMemcpyAsync(out + offset, buffer_[h], n, cudaMemcpyHostToDevice, stream));
     QV_CUDA_CHECK(cudaEventRecord(done_[h], stream));
   }
@@ -86,7 +112,7 @@ void HostStaging::to_host(void* dst, const void* src, size_t bytes, cudaStream_t
     const int h = static_cast<int>(c & 1);
     const size_t offset = c * chunk_;
     QV_CUDA_CHECK(cudaEventSynchronize(done_[h]));
-    std::memcpy(out + offset, buffer_[h], std::min(chunk_, bytes - offset));
+    host_copy(out + offset, buffer_[h], std::min(chunk_, bytes - offset));
     if (c + 2 < chunks) issue(c + 2);
   }
 }

@@ -8,6 +8,9 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <memory>
+
+#include "cpp/core/thread_pool.h"
 
 namespace quiver::gpu {
 
@@ -20,7 +23,9 @@ enum class MemoryKind {
 
 MemoryKind memory_kind(const void* p, int device);
 
-// Two pinned buffers of chunk_bytes each, reused by every transfer of a Resources.
+// Two pinned buffers of chunk_bytes each, reused by every transfer of a Resources. The copies
+// between pageable memory and a pinned buffer run on a few threads when a chunk is large: one
+// thread's memcpy (about 7 GB/s measured on the H100 host) is slower than the DMA it feeds.
 class HostStaging {
  public:
   explicit HostStaging(size_t chunk_bytes);
@@ -37,11 +42,14 @@ class HostStaging {
 
  private:
   void release() noexcept;
+  // memcpy between host buffers, split over copiers_ (started on first use) when large.
+  void host_copy(void* dst, const void* src, size_t bytes);
 
   size_t chunk_;
   void* buffer_[2] = {nullptr, nullptr};
   cudaEvent_t done_[2] = {nullptr, nullptr};
   unsigned next_ = 0;  // the buffer to_device fills next
+  std::unique_ptr<ThreadPool> copiers_;
 };
 
 // Copies any kind of memory into device memory `dst`, ordered on `stream` (returns after the source
