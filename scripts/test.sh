@@ -9,6 +9,7 @@
 #   5. ctest        cpu, capi, header and examples suites under the sanitizers
 #   6. bindings     scripts/check_parity.sh, cargo test (bindings/rust), go vet and go test -race
 #                   (bindings/go), each when it exists
+#   7. fuzz         scripts/fuzz.sh: each libFuzzer target (tests/fuzz) for 60 s (QUIVER_FUZZ_SECONDS)
 # and prints a summary. Exits non-zero when any step fails; later steps still run where they can.
 #
 # usage: scripts/test.sh            environment: QUIVER_JOBS (default: number of cores)
@@ -145,6 +146,13 @@ if [[ -d bindings/go ]]; then
   fi
 fi
 # END HOOK
+
+# ---- 7. fuzzing: every libFuzzer target of tests/fuzz for 60 s over its seed corpus ----------------
+if command -v clang++ >/dev/null 2>&1; then
+  step fuzz scripts/fuzz.sh --seconds "${QUIVER_FUZZ_SECONDS:-60}"
+else
+  skip fuzz "clang++ not found"
+fi
 
 # ---- summary -------------------------------------------------------------------------------------
 t_total=$(($(date +%s) - t_start))
