@@ -37,7 +37,7 @@ void GraphGpuCopy::search(ThreadPool& pool, const GraphData& data, ScratchPool& 
         row_bits[r >> 3] |= uint8_t(1u << (r & 7));
     options.filter = gpu::RowFilter{row_bits.data(), rows};
   }
-  options.search_width = std::min<int64_t>(std::max(width, k), gpu::kMaxSearchWidth);
+  options.search_width = width;  // the index checked k <= width <= gpu::kMaxSearchWidth
   options.entries = data.entries;
   options.entry_count = data.n_entries;
   gpu::graph_search(resources_, *graph_, nq, queries, k, options, distances, ids);

@@ -18,7 +18,8 @@ class GraphGpuCopy {
   void upload(const GraphData& data);
   int64_t device_bytes() const;
 
-  // graph_knn_search's contract, on the device: queries in host memory (normalised for cosine);
+  // graph_knn_search's contract, on the device (k <= width <= gpu::kMaxSearchWidth): queries in host
+  // memory (normalised for cosine);
   // filter and tombstones become a row filter; queries left short of k results by them are
   // completed on the CPU (graph_knn_search's exact fallback) through `pool` and `scratch`.
   void search(ThreadPool& pool, const GraphData& data, ScratchPool& scratch, const float* queries, int64_t nq,
