@@ -4,7 +4,9 @@
 # shapes when `import torch` works there. Prints the machine, the commands and a table; logs and JSON
 # lines go to $OUT.
 #
-# usage: bench/gpu_bench.sh [--quick] [--runs N]
+# usage: bench/gpu_bench.sh [--quick] [--runs N] [--only SECTION]
+#   --only range: exact range search beside k=10 k-NN, then faiss-cpu's range_search on the same data
+#   (bench/range/faiss_range.py, 2 threads) when `import faiss` works there (pip install faiss-cpu).
 #   environment: QUIVER_BUILD_DIR (default build-gpu, as scripts/gpu.sh makes it), OUT (default ./out),
 #                CMAKE_CUDA_ARCHITECTURES (default 90), CXX, QUIVER_BENCH_PREBUILT=1 (run the
 #                $QUIVER_BUILD_DIR/bench/gpu_bench already built, e.g. carried from another machine)
@@ -50,5 +52,26 @@ if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
   [[ ${PIPESTATUS[0]} -eq 0 ]] || rc=1
 else
   echo "==== baseline: PyTorch with CUDA is not available here; skipped"
+fi
+
+# The range section's CPU baseline: faiss-cpu on the same synthetic data and radii.
+only="" quick=()
+args=("$@")
+for ((i = 0; i < ${#args[@]}; ++i)); do
+  case "${args[i]}" in
+    --only) only="${args[i + 1]:-}" ;;
+    --quick) quick=(--quick) ;;
+  esac
+done
+if [[ "$only" == range ]]; then
+  echo
+  if python3 -c 'import faiss, numpy' 2>/dev/null; then
+    echo "==== baseline: python3 bench/range/faiss_range.py --json $OUT/faiss_range.json ${quick[*]}"
+    PYTHONUNBUFFERED=1 python3 bench/range/faiss_range.py --json "$OUT/faiss_range.json" "${quick[@]}" 2>&1 |
+      tee "$OUT/faiss_range.txt"
+    [[ ${PIPESTATUS[0]} -eq 0 ]] || rc=1
+  else
+    echo "==== baseline: faiss-cpu is not installed here (pip install faiss-cpu); skipped"
+  fi
 fi
 exit $rc

@@ -13,7 +13,7 @@ SearchOptions search_options(const qv_search_params_t* params) {
   static constexpr size_t kVersions[] = {
       QV_FIELD_END(qv_search_params_t, filter_bits),  QV_FIELD_END(qv_search_params_t, nprobe),
       QV_FIELD_END(qv_search_params_t, search_width), QV_FIELD_END(qv_search_params_t, compute_mode),
-      QV_FIELD_END(qv_search_params_t, refine_factor)};
+      QV_FIELD_END(qv_search_params_t, refine_factor), QV_FIELD_END(qv_search_params_t, max_range_results)};
   const qv_search_params_t p = read_params(params, defaults, "params", kVersions);
   require(p.filter != nullptr || p.filter_bits == 0, "params->filter is NULL but params->filter_bits = ",
                   p.filter_bits);
@@ -26,6 +26,8 @@ SearchOptions search_options(const qv_search_params_t* params) {
           p.compute_mode, " is not a QV_COMPUTE_* value");
   options.compute_mode = static_cast<ComputeMode>(p.compute_mode);
   options.refine_factor = p.refine_factor;
+  require(p.max_range_results >= 0, "params->max_range_results = ", p.max_range_results, " is negative");
+  options.max_range_results = p.max_range_results;
   return options;
 }
 

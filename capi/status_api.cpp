@@ -18,6 +18,7 @@ const char* qv_status_string(qv_status_t status) {
     case QV_ERR_VERSION_MISMATCH: return "QV_ERR_VERSION_MISMATCH";
     case QV_ERR_INTERNAL: return "QV_ERR_INTERNAL";
     case QV_ERR_CANCELLED: return "QV_ERR_CANCELLED";
+    case QV_ERR_TOO_MANY_RESULTS: return "QV_ERR_TOO_MANY_RESULTS";
     default: return "QV_ERR_UNKNOWN";
   }
 }

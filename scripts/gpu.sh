@@ -116,6 +116,19 @@ sanitize_suite() {
   return $rc
 }
 
+# The metric-space benchmark on the word list (wspanish's, or a copy carried in .data/spanish) and
+# synthetic vectors, the CPU (2 threads) and the GPU side by side.
+metric_bench() {
+  local words="${WORDS:-/usr/share/dict/spanish}"
+  [[ -f "$words" ]] || words="$root/.data/spanish"
+  if [[ -f "$words" ]]; then
+    step metric-bench env QUIVER_BUILD_DIR="$root/$build" OUT="$OUT" WORDS="$words" \
+      bash bench/metric_bench.sh --devices cpu,cuda --threads 2 --vectors 100000
+  else
+    summary+=("  SKIP  metric-bench      no word list (apt-get install wspanish, or .data/spanish)")
+  fi
+}
+
 if [[ -n "$sanitize" ]]; then
   if step configure cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DQUIVER_CUDA=ON \
          -DCMAKE_CUDA_ARCHITECTURES="$arch" &&
@@ -155,6 +168,7 @@ elif step configure cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DQUIVER_C
   if [[ -f bench/gpu_bench.sh ]]; then
     step gpu-bench env QUIVER_BUILD_DIR="$root/$build" OUT="$OUT" bash bench/gpu_bench.sh
   fi
+  metric_bench
 fi
 
 echo

@@ -26,6 +26,7 @@ const (
 	StatusVersionMismatch   Status = C.QV_ERR_VERSION_MISMATCH     // a saved index of a format version not read here
 	StatusInternal          Status = C.QV_ERR_INTERNAL             // a bug in quiver
 	StatusCancelled         Status = C.QV_ERR_CANCELLED            // a progress callback asked the call to stop
+	StatusTooManyResults    Status = C.QV_ERR_TOO_MANY_RESULTS     // a range search query passed SearchParams.MaxRangeResults
 )
 
 // StatusString returns the C name of a status, e.g. "QV_ERR_INVALID_ARGUMENT"; unknown codes give
@@ -70,6 +71,7 @@ var (
 	ErrVersionMismatch   = &Error{Status: StatusVersionMismatch}
 	ErrInternal          = &Error{Status: StatusInternal}
 	ErrCancelled         = &Error{Status: StatusCancelled}
+	ErrTooManyResults    = &Error{Status: StatusTooManyResults}
 )
 
 // statusError turns what a helper of quiver_go.h returned into nil or an *Error, freeing the

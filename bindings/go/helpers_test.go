@@ -47,26 +47,35 @@ func randomVectors(seed int64, n, dim int) []float32 {
 
 // refDistance is metric's distance or similarity of a and b, computed in float64.
 func refDistance(metric Metric, a, b []float32) float64 {
-	var dot, na, nb, l2 float64
+	var dot, na, nb, l2, l1, linf float64
 	for i := range a {
 		x, y := float64(a[i]), float64(b[i])
 		dot += x * y
 		na += x * x
 		nb += y * y
 		l2 += (x - y) * (x - y)
+		l1 += math.Abs(x - y)
+		linf = math.Max(linf, math.Abs(x-y))
 	}
 	switch metric {
 	case MetricInnerProduct:
 		return dot
 	case MetricCosine:
 		return dot / math.Sqrt(na*nb)
+	case MetricL1:
+		return l1
+	case MetricLInf:
+		return linf
 	}
 	return l2
 }
 
+// similarity reports whether metric is a similarity (larger is closer) rather than a distance.
+func similarity(metric Metric) bool { return metric == MetricInnerProduct || metric == MetricCosine }
+
 // closer reports whether distance a ranks before b under metric.
 func closer(metric Metric, a, b float64) bool {
-	if metric == MetricL2 {
+	if !similarity(metric) {
 		return a < b
 	}
 	return a > b
@@ -120,7 +129,7 @@ func checkNeighbors(t *testing.T, metric Metric, dim int, base, queries []float3
 					t.Fatalf("query %d rank %d: id %d, want padding -1", q, j, ids[j])
 				}
 				pad := math.Inf(1)
-				if metric != MetricL2 {
+				if similarity(metric) {
 					pad = math.Inf(-1)
 				}
 				if float64(dists[j]) != pad {

@@ -9,9 +9,10 @@ import (
 	"unsafe"
 )
 
-// Index is a searchable set of vectors with int64 ids, living on its context's device. It is safe for
-// concurrent use: searches, Info and saves run in parallel, while Train, Add, Remove and Close wait
-// for every other call on the index and run alone, as the C API requires.
+// Index is a searchable set of vectors (or, for MetricEdit, byte strings) with int64 ids, living on
+// its context's device. It is safe for concurrent use: searches, Info and saves run in parallel,
+// while Train, Add, Remove and Close wait for every other call on the index and run alone, as the C
+// API requires.
 type Index struct {
 	mu  sync.RWMutex // read-held by calls that leave the index as it is, write-held by the others
 	h   *C.qv_index_t
@@ -21,10 +22,10 @@ type Index struct {
 
 // IndexInfo describes an index (qv_index_info_t).
 type IndexInfo struct {
-	Dim         int
-	Metric      Metric
+	Dim         int        // vector dimension; 0 for byte strings (MetricEdit)
+	Metric      Metric     // how vectors (or strings) are compared
 	Trained     bool       // searches and adds are possible
-	Count       int64      // vectors in the index
+	Count       int64      // vectors (or strings) in the index
 	Device      DeviceKind // DeviceCPU or DeviceCUDA
 	DeviceID    int        // CUDA ordinal, -1 on the CPU
 	HostBytes   int64      // host memory held by the index
@@ -36,9 +37,12 @@ type IndexInfo struct {
 //
 // descriptor names the index kind, Faiss-style: Flat ("Flat") for exact search, IvfFlat(nlist)
 // ("IVF<nlist>,Flat") and IvfPq(...) ("[OPQ<m>,]IVF<nlist>,PQ<m>[,Refine]") for inverted files, which
-// need Train before Add and Search (see qv_index_create in quiver.h for every form). dim is the vector
-// dimension, 1 .. 65536. An index of a kind the context's CUDA device cannot run fails with
-// ErrUnsupported; a DeviceAuto context falls back to the CPU.
+// need Train before Add and Search, and the metric-space kinds ListOfClusters(b) ("LC<b>") and
+// Sss(alpha, p) ("SSS<alpha>") (see qv_index_create in quiver.h for every form). dim is the vector
+// dimension, 1 .. 65536, or 0 for MetricEdit (an index of byte strings). An index of a kind the
+// context's CUDA device cannot run, or of a metric the kind does not serve (MetricL1, MetricLInf and
+// MetricEdit are Flat, ListOfClusters and Sss only), fails with ErrUnsupported; a DeviceAuto context
+// falls back to the CPU.
 func NewIndex(ctx *Context, descriptor string, dim int, metric Metric) (*Index, error) {
 	desc, err := cString("descriptor", descriptor)
 	if err != nil {
@@ -73,8 +77,18 @@ func openIndex(ctx *Context, create func(*C.qv_context_t, **C.qv_index_t) C.qv_g
 	return ix, nil
 }
 
-// Dim returns the vector dimension of the index.
+// Dim returns the vector dimension of the index (0 for an index of byte strings).
 func (ix *Index) Dim() int { return ix.dim }
+
+// vectorRows returns how many vectors the slice x named name holds; an index of byte strings (dim 0)
+// takes none, which is ErrUnsupported, as the library would say.
+func (ix *Index) vectorRows(name string, x []float32) (int, error) {
+	if ix.dim == 0 {
+		return 0, &Error{Status: StatusUnsupported, Message: name +
+			": the index holds byte strings (MetricEdit); use AddStrings, SearchStrings or RangeSearchStrings"}
+	}
+	return rows(name, x, ix.dim)
+}
 
 // Close releases the index. It waits for calls running on the index; later calls fail. Close is
 // idempotent and always returns nil.
@@ -99,7 +113,7 @@ func (ix *Index) Train(x []float32) error {
 		return err
 	}
 	defer ix.mu.Unlock()
-	n, err := rows("x", x, ix.dim)
+	n, err := ix.vectorRows("x", x)
 	if err != nil {
 		return err
 	}
@@ -128,7 +142,7 @@ func (ix *Index) add(x []float32, ids []int64) error {
 		return err
 	}
 	defer ix.mu.Unlock()
-	n, err := rows("x", x, ix.dim)
+	n, err := ix.vectorRows("x", x)
 	if err != nil {
 		return err
 	}

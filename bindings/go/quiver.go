@@ -1,5 +1,6 @@
 // Package quiver is the Go binding of quiver, a similarity-search library: exact k-nearest-neighbour
-// search, range search and k-means over dense float32 vectors, on NVIDIA GPUs and on CPUs.
+// search, range search and k-means over dense float32 vectors, on NVIDIA GPUs and on CPUs; and
+// k-nearest-neighbour and range search over byte strings by edit distance (MetricEdit).
 //
 // The package mirrors the C API of include/quiver/quiver.h one function for one function, and links
 // the shared library libquiver.so built from the same repository.
@@ -30,6 +31,7 @@ import "C"
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"unsafe"
 )
@@ -74,7 +76,30 @@ func IvfPq(nlist, m, opq int, refine bool) string {
 	return d
 }
 
-// Metric is how vectors are compared.
+// ListOfClusters is the descriptor "LC<clusterSize>" of a List of Clusters, a metric-space index for
+// the true metrics (MetricL2, MetricL1, MetricLInf, MetricEdit; not the similarities): clusters of
+// clusterSize objects (1 .. 65536) around centres chosen farthest-first, each with its covering
+// radius. Searches prune clusters by the triangle inequality and return exactly what brute force
+// returns. No training: the first Add (or AddStrings) builds the clusters.
+func ListOfClusters(clusterSize int) string { return fmt.Sprintf("LC%d", clusterSize) }
+
+// Sss is the descriptor "SSS<alpha>[,P<maxPivots>]" of a Sparse Spatial Selection pivot index, for
+// the same metrics as ListOfClusters and exact as it: an object becomes a pivot when farther than
+// alpha (in (0, 2], e.g. 0.4) times the largest distance seen from every pivot, at most maxPivots
+// (1 .. 1024; 0 for the library's default, 64). A table of every object's distance to every pivot
+// (4 bytes a pivot an object) filters candidates. The first add chooses the pivots.
+func Sss(alpha float64, maxPivots int) string {
+	// 'f' with precision -1: the shortest plain decimal that reads back as alpha, never an exponent.
+	d := "SSS" + strconv.FormatFloat(alpha, 'f', -1, 64)
+	if maxPivots > 0 {
+		d += fmt.Sprintf(",P%d", maxPivots)
+	}
+	return d
+}
+
+// Metric is how vectors (or byte strings) are compared. MetricL2, MetricInnerProduct and
+// MetricCosine serve every index kind; MetricL1 and MetricLInf only Flat, ListOfClusters and Sss;
+// MetricEdit is the metric of indexes of byte strings (the same kinds, dimension 0).
 type Metric int32
 
 const (
@@ -85,6 +110,14 @@ const (
 	// MetricCosine is the cosine similarity <x, y> / (|x| |y|) in [-1, 1]; larger is closer.
 	// Zero vectors are rejected.
 	MetricCosine Metric = C.QV_METRIC_COSINE
+	// MetricL1 is the L1 (Manhattan) distance sum |x_i - y_i|; smaller is closer.
+	MetricL1 Metric = C.QV_METRIC_L1
+	// MetricLInf is the L-infinity (Chebyshev) distance max |x_i - y_i|; smaller is closer.
+	MetricLInf Metric = C.QV_METRIC_LINF
+	// MetricEdit is the edit (Levenshtein) distance between byte strings: the fewest single-byte
+	// insertions, deletions and substitutions; a whole number, smaller is closer. Its indexes have
+	// dimension 0 and hold strings: AddStrings, SearchStrings and RangeSearchStrings.
+	MetricEdit Metric = C.QV_METRIC_EDIT
 )
 
 // String returns the metric's name, e.g. "L2".
@@ -96,6 +129,12 @@ func (m Metric) String() string {
 		return "InnerProduct"
 	case MetricCosine:
 		return "Cosine"
+	case MetricL1:
+		return "L1"
+	case MetricLInf:
+		return "LInf"
+	case MetricEdit:
+		return "Edit"
 	}
 	return fmt.Sprintf("Metric(%d)", int32(m))
 }

@@ -133,6 +133,36 @@ static inline qv_go_status_t qv_go_range_result_get(qv_go_call_t call,
   return qv_go_status(call, QV_GO_FN(call, qv_range_result_get)(result, nq, lims, ids, distances));
 }
 
+/* ---- byte strings (QV_METRIC_EDIT indexes) ------------------------------------------------------ */
+
+static inline qv_go_status_t qv_go_index_add_strings(qv_go_call_t call, qv_index_t *index,
+                                                     int64_t n, const int64_t *offsets,
+                                                     const uint8_t *bytes, const int64_t *ids) {
+  return qv_go_status(call, QV_GO_FN(call, qv_index_add_strings)(index, n, offsets, bytes, ids));
+}
+
+static inline qv_go_status_t qv_go_index_search_strings(qv_go_call_t call, const qv_index_t *index,
+                                                        int64_t nq, const int64_t *offsets,
+                                                        const uint8_t *bytes, uint32_t k,
+                                                        const qv_search_params_t *params,
+                                                        const uint8_t *filter, int64_t filter_bits,
+                                                        float *distances, int64_t *ids) {
+  qv_search_params_t local;
+  const qv_search_params_t *p = qv_go_search_params(params, filter, filter_bits, &local);
+  return qv_go_status(call, QV_GO_FN(call, qv_index_search_strings)(index, nq, offsets, bytes, k,
+                                                                    p, distances, ids));
+}
+
+static inline qv_go_status_t qv_go_index_range_search_strings(
+    qv_go_call_t call, const qv_index_t *index, int64_t nq, const int64_t *offsets,
+    const uint8_t *bytes, float radius, const qv_search_params_t *params, const uint8_t *filter,
+    int64_t filter_bits, qv_range_result_t **out) {
+  qv_search_params_t local;
+  const qv_search_params_t *p = qv_go_search_params(params, filter, filter_bits, &local);
+  return qv_go_status(call, QV_GO_FN(call, qv_index_range_search_strings)(index, nq, offsets,
+                                                                          bytes, radius, p, out));
+}
+
 /* ---- serialization ----------------------------------------------------------------------------- */
 
 static inline qv_go_status_t qv_go_index_save(qv_go_call_t call, const qv_index_t *index,

@@ -33,6 +33,7 @@ func TestStatusString(t *testing.T) {
 		StatusVersionMismatch:   "QV_ERR_VERSION_MISMATCH",
 		StatusInternal:          "QV_ERR_INTERNAL",
 		StatusCancelled:         "QV_ERR_CANCELLED",
+		StatusTooManyResults:    "QV_ERR_TOO_MANY_RESULTS",
 		Status(999):             "QV_ERR_UNKNOWN",
 	}
 	for s, want := range names {
@@ -48,7 +49,7 @@ func TestStatusString(t *testing.T) {
 func TestErrorIs(t *testing.T) {
 	sentinels := []*Error{ErrInvalidArgument, ErrOutOfHostMemory, ErrOutOfDeviceMemory, ErrCUDA,
 		ErrNoDevice, ErrNotTrained, ErrUnsupported, ErrIO, ErrCorruptData, ErrVersionMismatch, ErrInternal,
-		ErrCancelled}
+		ErrCancelled, ErrTooManyResults}
 	for _, s := range sentinels {
 		err := fmt.Errorf("wrapped: %w", &Error{Status: s.Status, Message: "details"})
 		for _, other := range sentinels {
@@ -74,7 +75,8 @@ func TestErrorIs(t *testing.T) {
 
 func TestEnumStrings(t *testing.T) {
 	for m, want := range map[Metric]string{MetricL2: "L2", MetricInnerProduct: "InnerProduct",
-		MetricCosine: "Cosine", Metric(9): "Metric(9)"} {
+		MetricCosine: "Cosine", MetricL1: "L1", MetricLInf: "LInf", MetricEdit: "Edit",
+		Metric(9): "Metric(9)"} {
 		if m.String() != want {
 			t.Errorf("%d: %q, want %q", int32(m), m.String(), want)
 		}

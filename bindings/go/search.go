@@ -30,13 +30,19 @@ type SearchParams struct {
 	// RefineFactor applies to IVF-PQ indexes with ",Refine": RefineFactor x k candidates by PQ
 	// distance (at most max(k, MaxK)) are re-ranked with exact distances; 0 (default) means 8.
 	RefineFactor int
+	// MaxRangeResults caps the hits of one query of a range search: a query with more fails the whole
+	// call with ErrTooManyResults (no result is returned), which bounds the memory a too-large radius
+	// can take. 0 (default) means no limit; negative fails with ErrInvalidArgument. k-NN searches
+	// ignore it.
+	MaxRangeResults int64
 }
 
 // Neighbors are the k nearest neighbours of nq queries.
 type Neighbors struct {
 	NQ, K int
 	// Distances holds NQ rows of K, closest first; see Metric for units and order. Where fewer than
-	// K vectors qualify, a row is padded with +Inf (MetricL2) or -Inf (the others).
+	// K vectors qualify, a row is padded with +Inf (the distances: MetricL2, MetricL1, MetricLInf,
+	// MetricEdit) or -Inf (the similarities: MetricInnerProduct, MetricCosine).
 	Distances []float32
 	// IDs holds NQ rows of K ids, padded with -1 where fewer than K vectors qualify.
 	IDs []int64
@@ -74,7 +80,7 @@ func (ix *Index) Search(queries []float32, k int, p *SearchParams) (*Neighbors, 
 	if ix == nil {
 		return nil, invalidArgument("index is nil")
 	}
-	nq, err := rows("queries", queries, ix.dim)
+	nq, err := ix.vectorRows("queries", queries)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +99,7 @@ func (ix *Index) SearchInto(queries []float32, k int, p *SearchParams, distances
 		return err
 	}
 	defer ix.mu.RUnlock()
-	nq, err := rows("queries", queries, ix.dim)
+	nq, err := ix.vectorRows("queries", queries)
 	if err != nil {
 		return err
 	}
@@ -112,15 +118,15 @@ func (ix *Index) SearchInto(queries []float32, k int, p *SearchParams, distances
 }
 
 // RangeSearch finds, for each row of queries, every vector within radius: for MetricL2 a squared
-// distance <= radius, for the similarity metrics a similarity >= radius. p nil means the defaults
-// (the filter and NProbe apply).
+// distance <= radius, for MetricL1 and MetricLInf a distance <= radius, for the similarity metrics
+// a similarity >= radius. p nil means the defaults (the filter, NProbe and MaxRangeResults apply).
 func (ix *Index) RangeSearch(queries []float32, radius float32, p *SearchParams) (*RangeResult, error) {
 	h, err := ix.rlock()
 	if err != nil {
 		return nil, err
 	}
 	defer ix.mu.RUnlock()
-	nq, err := rows("queries", queries, ix.dim)
+	nq, err := ix.vectorRows("queries", queries)
 	if err != nil {
 		return nil, err
 	}
@@ -220,6 +226,7 @@ func (p *SearchParams) c() (cParams, error) {
 	params.refine_factor = refine
 	params.search_width = width
 	params.compute_mode = C.qv_compute_mode_t(p.ComputeMode)
+	params.max_range_results = C.int64_t(p.MaxRangeResults)
 	out := cParams{params: params}
 	if p.Filter == nil {
 		if p.FilterBits != 0 {

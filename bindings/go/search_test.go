@@ -239,7 +239,7 @@ func checkRange(t *testing.T, metric Metric, dim int, base, q []float32, radius 
 			}
 			d := refDistance(metric, q[i*dim:(i+1)*dim], base[r*dim:(r+1)*dim])
 			in := d <= float64(radius)
-			if metric != MetricL2 {
+			if similarity(metric) {
 				in = d >= float64(radius)
 			}
 			if in != got[int64(r)] && math.Abs(d-float64(radius)) > 1e-4*(1+math.Abs(d)) {

@@ -17,6 +17,7 @@ enum class Status : int {
   version_mismatch = 10,
   internal = 11,
   cancelled = 12,
+  too_many_results = 13,
 };
 
 }  // namespace quiver

@@ -8,14 +8,23 @@
 #include "cpp/index/ivf_gpu.h"
 #include "cpp/index/ivf_index.h"
 #include "cpp/index/ivf_spec.h"
+#include "cpp/metric/metric_index.h"
+#include "cpp/metric/metric_spec.h"
 
 namespace quiver {
 
 std::unique_ptr<Index> create_index(Context& context, const std::string& descriptor, int64_t dim,
                                     Metric metric) {
-  require(is_valid_metric(static_cast<int32_t>(metric)), "metric: ", static_cast<int32_t>(metric),
-          " is not QV_METRIC_L2, QV_METRIC_INNER_PRODUCT or QV_METRIC_COSINE");
-  require(dim >= 1 && dim <= kMaxDim, "dim = ", dim, " is outside 1 .. ", kMaxDim);
+  require(is_known_metric(static_cast<int32_t>(metric)), "metric: ", static_cast<int32_t>(metric),
+          " is not a QV_METRIC_* value (L2, INNER_PRODUCT, COSINE, L1, LINF, EDIT)");
+  if (is_metric_descriptor(descriptor))
+    return std::make_unique<MetricIndex>(context, descriptor, dim, metric, parse_metric_descriptor(descriptor));
+  if (!is_valid_metric(static_cast<int32_t>(metric))) {
+    // L1, L-infinity and edit distance have no GEMM form: the metric-space kinds serve them.
+    if (descriptor == "Flat") return std::make_unique<MetricIndex>(context, descriptor, dim, metric, MetricSpec{});
+    fail(Status::unsupported, "descriptor \"", descriptor, "\": ", metric_name(metric),
+         " indexes are \"Flat\", \"LC<b>\" or \"SSS<alpha>\"");
+  }
   if (descriptor == "Flat") {
     if (context.device() == DeviceKind::cuda) return std::make_unique<GpuFlatIndex>(context, descriptor, dim, metric);
     return std::make_unique<FlatIndex>(context, descriptor, dim, metric);
@@ -34,7 +43,7 @@ std::unique_ptr<Index> create_index(Context& context, const std::string& descrip
        "\" is not a known index kind (known: \"Flat\", \"IVF<nlist>,Flat\", \"IVF<nlist>,PQ<M>\", "
        "\"OPQ<M>,IVF<nlist>,PQ<M>\", with optional \",Refine\" and \",HostIds\" after IVF ones; "
        "\"Graph<R>\" or \"Graph<R>,K<k>\": a graph of out-degree R = 2 .. 1024 pruned from the "
-       "k-NN graph of k neighbours, default k = 2R)");
+       "k-NN graph of k neighbours, default k = 2R; metric-space kinds \"LC<b>\" and \"SSS<alpha>\")");
 }
 
 }  // namespace quiver

@@ -1,10 +1,22 @@
 #include "cpp/index/flat_gpu.h"
 
-#include "cpp/distance/vectors.h"
-#include "cpp/exact/range.h"
+#include "cpp/backend/gpu_range.h"
 #include "cpp/index/flat_payload.h"
 
 namespace quiver {
+
+namespace {
+
+// The backend filters row numbers: an id filter as it is when ids are row numbers, else translated
+// into `storage` (one bit per row).
+gpu::RowFilter row_filter(const IdFilter& filter, const IdMap& ids, std::vector<uint8_t>& storage) {
+  if (filter.bits == nullptr) return {};
+  if (ids.is_identity()) return {filter.bits, filter.nbits};
+  storage = ids.row_filter_bits(filter);
+  return {storage.data(), ids.size()};
+}
+
+}  // namespace
 
 GpuFlatIndex::GpuFlatIndex(Context& context, std::string descriptor, int64_t dim, Metric metric)
     : Index(context, std::move(descriptor), dim, metric),
@@ -28,19 +40,8 @@ void GpuFlatIndex::do_add(int64_t n, const float* x, const int64_t* ids) {
 void GpuFlatIndex::do_search(int64_t nq, const float* queries, int64_t k,
                              const SearchOptions& options, float* distances, int64_t* ids) const {
   gpu::Resources& resources = context().gpu();
-  // The backend filters row numbers; translate an id filter unless ids are row numbers.
-  gpu::RowFilter rows;
   std::vector<uint8_t> row_bits;
-  if (options.filter.bits) {
-    if (ids_.is_identity()) {
-      rows = {options.filter.bits, options.filter.nbits};
-    } else {
-      row_bits.assign(static_cast<size_t>((count() + 7) / 8), 0);
-      for (int64_t r = 0; r < count(); ++r)
-        if (options.filter.allows(ids_.ids()[r])) row_bits[r / 8] |= static_cast<uint8_t>(1u << (r % 8));
-      rows = {row_bits.data(), count()};
-    }
-  }
+  const gpu::RowFilter rows = row_filter(options.filter, ids_, row_bits);
   if (ids_.is_identity()) {
     gpu::knn(resources, metric(), gpu::matrix_data(*matrix_), gpu::matrix_norms(*matrix_), count(), dim(),
              queries, nq, k, distances, ids, rows, options.compute_mode);
@@ -67,16 +68,18 @@ std::vector<float> GpuFlatIndex::host_vectors() const {
 
 RangeResult GpuFlatIndex::do_range_search(int64_t nq, const float* queries, float radius,
                                           const SearchOptions& options) const {
-  const std::vector<float> vectors = host_vectors();
-  const std::vector<float> norms = squared_norms(vectors.data(), count(), dim());
-  Database db;
-  db.x = vectors.data();
-  db.norms = norms.data();
-  db.n = count();
-  db.dim = dim();
-  db.ids = ids_.data();
-  db.metric = metric();
-  return exact_range(context().pool(), db, Queries{queries, nq}, radius, options.filter);
+  std::vector<uint8_t> row_bits;
+  const gpu::RowFilter rows = row_filter(options.filter, ids_, row_bits);
+  gpu::RangeHits hits = gpu::range_search(context().gpu(), metric(), gpu::matrix_data(*matrix_),
+                                          gpu::matrix_norms(*matrix_), count(), dim(), queries, nq, radius, rows,
+                                          options.max_range_results);
+  RangeResult result;
+  result.lims = std::move(hits.lims);
+  result.ids = std::move(hits.rows);
+  result.distances = std::move(hits.distances);
+  if (!ids_.is_identity())
+    for (int64_t& id : result.ids) id = ids_.ids()[id];
+  return result;
 }
 
 int64_t GpuFlatIndex::do_remove(int64_t n, const int64_t* ids) {

@@ -27,7 +27,7 @@ class GpuFlatIndex final : public Index {
   void do_add(int64_t n, const float* x, const int64_t* ids) override;
   void do_search(int64_t nq, const float* queries, int64_t k, const SearchOptions& options,
                  float* distances, int64_t* ids) const override;
-  // Runs on the CPU over a host copy of the vectors: the CUDA backend has no range search yet.
+  // Exact, on the GPU (cpp/backend/gpu_range.h); ids and the id filter translated from and to rows.
   RangeResult do_range_search(int64_t nq, const float* queries, float radius,
                               const SearchOptions& options) const override;
   int64_t do_remove(int64_t n, const int64_t* ids) override;

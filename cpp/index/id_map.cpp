@@ -104,4 +104,12 @@ int64_t IdMap::memory_bytes() const {
          static_cast<int64_t>(row_of_.size()) * kBytesPerMapEntry;
 }
 
+std::vector<uint8_t> IdMap::row_filter_bits(const IdFilter& filter) const {
+  if (!filter.bits) return {};
+  std::vector<uint8_t> bits(static_cast<size_t>((size() + 7) / 8), 0);
+  for (int64_t r = 0; r < size(); ++r)
+    if (filter.allows(ids_[r])) bits[r / 8] |= static_cast<uint8_t>(1u << (r % 8));
+  return bits;
+}
+
 }  // namespace quiver

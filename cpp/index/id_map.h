@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cpp/select/topk.h"
+
 namespace quiver {
 
 // Checks that n new ids are >= 0, unique among themselves and not keys of `present`; throws
@@ -40,6 +42,10 @@ class IdMap {
 
   // Replaces the content (after loading); throws corrupt_data on negative or duplicate ids.
   void assign(std::vector<int64_t> ids);
+
+  // The rows an id filter allows, as a row bitset (bit r % 8 of byte r / 8), for engines that
+  // filter by row; empty when the filter allows every id.
+  std::vector<uint8_t> row_filter_bits(const IdFilter& filter) const;
 
   int64_t memory_bytes() const;
 

@@ -17,16 +17,64 @@ void check_count(const char* name, int64_t n) { require(n >= 0, name, " = ", n, 
 
 Index::Index(Context& context, std::string descriptor, int64_t dim, Metric metric)
     : context_(context), descriptor_(std::move(descriptor)), dim_(dim), metric_(metric) {
-  require(dim >= 1 && dim <= kMaxDim, "dim = ", dim, " is outside 1 .. ", kMaxDim);
+  if (holds_strings(metric)) {
+    require(dim == 0, "dim = ", dim, ": an edit-distance index holds byte strings; dim must be 0");
+  } else {
+    require(dim >= 1 && dim <= kMaxDim, "dim = ", dim, " is outside 1 .. ", kMaxDim);
+  }
+}
+
+void Index::require_vectors(const char* call) const {
+  if (holds_strings(metric_))
+    fail(Status::unsupported, call, ": the index (", descriptor_,
+         ") holds byte strings (edit distance); use the _strings call");
+}
+
+void Index::require_strings(const char* call) const {
+  if (!holds_strings(metric_))
+    fail(Status::unsupported, call, ": the index (", descriptor_, ", ", metric_name(metric_),
+         ") holds float vectors; strings need an edit-distance index");
+}
+
+void Index::check_search(int64_t nq, int64_t k, const SearchOptions& options) const {
+  check_count("nq", nq);
+  require(k >= 1 && k <= kMaxK, "k = ", k, " is outside 1 .. ", kMaxK);
+  require(options.filter.nbits >= 0, "params->filter_bits = ", options.filter.nbits, " is negative");
+  if (!is_trained()) fail(Status::not_trained, "the index (", descriptor_, ") must be trained before search");
+}
+
+void Index::check_range_search(int64_t nq, float radius, const SearchOptions& options) const {
+  check_count("nq", nq);
+  require(!std::isnan(radius), "radius is NaN");
+  // A negative squared L2 radius has always been a valid request that finds nothing; the metrics
+  // added with the metric-space kinds refuse it.
+  const bool new_metric = metric_ == Metric::l1 || metric_ == Metric::linf || metric_ == Metric::edit;
+  require(!new_metric || radius >= 0.0f, "radius = ", radius, " is negative (", metric_name(metric_),
+          " distances are >= 0)");
+  require(options.filter.nbits >= 0, "params->filter_bits = ", options.filter.nbits, " is negative");
+  require(options.max_range_results >= 0, "max_range_results = ", options.max_range_results, " is negative");
+  if (!is_trained()) fail(Status::not_trained, "the index (", descriptor_, ") must be trained before range search");
+}
+
+void Index::check_range_cap(const RangeResult& result, const SearchOptions& options) const {
+  if (options.max_range_results == 0) return;
+  for (size_t q = 0; q + 1 < result.lims.size(); ++q) {
+    const int64_t hits = result.lims[q + 1] - result.lims[q];
+    if (hits > options.max_range_results)
+      fail(Status::too_many_results, "range search: query ", q, " has ", hits, " hits, more than max_range_results = ",
+           options.max_range_results, " (use a smaller radius or a larger limit)");
+  }
 }
 
 void Index::train(int64_t n, const float* x) {
+  require_vectors("train");
   check_count("n", n);
   const Input input = prepare_input(context_, "x", x, n, dim_, metric_, reads_device_memory());
   do_train(n, input.data);
 }
 
 void Index::add(int64_t n, const float* x, const int64_t* ids) {
+  require_vectors("add");
   check_count("n", n);
   if (!is_trained()) fail(Status::not_trained, "the index (", descriptor_, ") must be trained before add");
   if (n == 0) return;
@@ -36,10 +84,8 @@ void Index::add(int64_t n, const float* x, const int64_t* ids) {
 
 void Index::search(int64_t nq, const float* queries, int64_t k, const SearchOptions& options,
                    float* distances, int64_t* ids) const {
-  check_count("nq", nq);
-  require(k >= 1 && k <= kMaxK, "k = ", k, " is outside 1 .. ", kMaxK);
-  require(options.filter.nbits >= 0, "params->filter_bits = ", options.filter.nbits, " is negative");
-  if (!is_trained()) fail(Status::not_trained, "the index (", descriptor_, ") must be trained before search");
+  require_vectors("search");
+  check_search(nq, k, options);
   if (nq == 0) return;
   const Input input = prepare_input(context_, "queries", queries, nq, dim_, metric_, reads_device_memory());
   do_search(nq, input.data, k, options, distances, ids);
@@ -47,19 +93,59 @@ void Index::search(int64_t nq, const float* queries, int64_t k, const SearchOpti
 
 RangeResult Index::range_search(int64_t nq, const float* queries, float radius,
                                 const SearchOptions& options) const {
-  check_count("nq", nq);
-  require(!std::isnan(radius), "radius is NaN");
-  require(options.filter.nbits >= 0, "params->filter_bits = ", options.filter.nbits, " is negative");
-  if (!is_trained()) fail(Status::not_trained, "the index (", descriptor_, ") must be trained before range search");
+  require_vectors("range search");
+  check_range_search(nq, radius, options);
   if (nq == 0) return RangeResult{{0}, {}, {}};
+  // Range searches read host queries (the IVF kinds search a host copy of their lists).
   const Input input = prepare_input(context_, "queries", queries, nq, dim_, metric_, false);
-  return do_range_search(nq, input.data, radius, options);
+  RangeResult result = do_range_search(nq, input.data, radius, options);
+  check_range_cap(result, options);
+  return result;
 }
 
 int64_t Index::remove(int64_t n, const int64_t* ids) {
   check_count("n", n);
   if (n == 0) return 0;
   return do_remove(n, ids);
+}
+
+void Index::add_strings(const Strings& x, const int64_t* ids) {
+  require_strings("add strings");
+  check_strings("strings", x);
+  if (x.n == 0) return;
+  do_add_strings(x, ids);
+}
+
+void Index::search_strings(const Strings& queries, int64_t k, const SearchOptions& options, float* distances,
+                           int64_t* ids) const {
+  require_strings("search strings");
+  check_search(queries.n, k, options);
+  check_strings("queries", queries);
+  if (queries.n == 0) return;
+  do_search_strings(queries, k, options, distances, ids);
+}
+
+RangeResult Index::range_search_strings(const Strings& queries, float radius, const SearchOptions& options) const {
+  require_strings("range search strings");
+  check_range_search(queries.n, radius, options);
+  check_strings("queries", queries);
+  if (queries.n == 0) return RangeResult{{0}, {}, {}};
+  RangeResult result = do_range_search_strings(queries, radius, options);
+  check_range_cap(result, options);
+  return result;
+}
+
+// Only the metric-space kinds hold strings, and they override these.
+void Index::do_add_strings(const Strings&, const int64_t*) {
+  fail(Status::internal, "index kind ", descriptor_, " cannot hold strings");
+}
+
+void Index::do_search_strings(const Strings&, int64_t, const SearchOptions&, float*, int64_t*) const {
+  fail(Status::internal, "index kind ", descriptor_, " cannot hold strings");
+}
+
+RangeResult Index::do_range_search_strings(const Strings&, float, const SearchOptions&) const {
+  fail(Status::internal, "index kind ", descriptor_, " cannot hold strings");
 }
 
 }  // namespace quiver

@@ -9,6 +9,7 @@
 #include "cpp/core/context.h"
 #include "cpp/core/metric.h"
 #include "cpp/exact/range.h"
+#include "cpp/metric/objects.h"
 #include "cpp/select/topk.h"
 
 namespace quiver {
@@ -17,7 +18,15 @@ class ByteWriter;
 class ByteReader;
 
 // Index kinds as stored in files; never renumber.
-enum class IndexKind : uint32_t { flat = 1, ivf_flat = 2, ivf_pq = 3, graph = 4 };
+enum class IndexKind : uint32_t {
+  flat = 1,
+  ivf_flat = 2,
+  ivf_pq = 3,
+  graph = 4,
+  metric_flat = 5,       // brute force over a metric space ("Flat" of L1, L-infinity, edit distance)
+  list_of_clusters = 6,  // "LC<b>"
+  sss = 7,               // "SSS<alpha>"
+};
 
 // SearchOptions::nprobe when the caller leaves it to the index (QV_NPROBE_DEFAULT).
 constexpr uint32_t kNprobeDefault = 0xFFFFFFFFu;
@@ -31,6 +40,8 @@ struct SearchOptions {
   ComputeMode compute_mode = ComputeMode::fp32;
   // ",Refine" indexes: refine_factor * k candidates are re-ranked exactly; 0: the index's default.
   uint32_t refine_factor = 0;
+  // Range searches: the most hits one query may have (more: Status::too_many_results); 0: no limit.
+  int64_t max_range_results = 0;
 };
 
 struct MemoryUse {
@@ -45,6 +56,7 @@ constexpr int64_t kMaxDim = 65536;
 
 class Index {
  public:
+  // dim >= 1 for vectors; dim == 0 for the byte strings of Metric::edit.
   Index(Context& context, std::string descriptor, int64_t dim, Metric metric);
   virtual ~Index() = default;
   Index(const Index&) = delete;
@@ -72,6 +84,13 @@ class Index {
                            const SearchOptions& options) const;
   int64_t remove(int64_t n, const int64_t* ids);
 
+  // The same for byte strings (Metric::edit indexes); the vector calls above refuse such an index,
+  // and these refuse a vector index, with Status::unsupported.
+  void add_strings(const Strings& x, const int64_t* ids);
+  void search_strings(const Strings& queries, int64_t k, const SearchOptions& options, float* distances,
+                      int64_t* ids) const;
+  RangeResult range_search_strings(const Strings& queries, float radius, const SearchOptions& options) const;
+
   // The kind's own part of a saved index (after the common header) and its inverse.
   virtual void save_payload(ByteWriter& out) const = 0;
   virtual void load_payload(ByteReader& in, int64_t count) = 0;
@@ -85,8 +104,21 @@ class Index {
   virtual RangeResult do_range_search(int64_t nq, const float* queries, float radius,
                                       const SearchOptions& options) const = 0;
   virtual int64_t do_remove(int64_t n, const int64_t* ids) = 0;
+  // Kinds that hold strings override these (valid strings, n >= 1).
+  virtual void do_add_strings(const Strings& x, const int64_t* ids);
+  virtual void do_search_strings(const Strings& queries, int64_t k, const SearchOptions& options,
+                                 float* distances, int64_t* ids) const;
+  virtual RangeResult do_range_search_strings(const Strings& queries, float radius,
+                                              const SearchOptions& options) const;
 
  private:
+  void require_vectors(const char* call) const;
+  void require_strings(const char* call) const;
+  void check_search(int64_t nq, int64_t k, const SearchOptions& options) const;
+  void check_range_search(int64_t nq, float radius, const SearchOptions& options) const;
+  // Status::too_many_results when a query has more hits than options.max_range_results.
+  void check_range_cap(const RangeResult& result, const SearchOptions& options) const;
+
   Context& context_;
   std::string descriptor_;
   int64_t dim_;

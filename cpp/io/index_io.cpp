@@ -70,10 +70,11 @@ std::unique_ptr<Index> load_from_bytes(Context& context, const uint8_t* data, si
   const int64_t dim = in.i64("dim");
   const int64_t count = in.i64("count");
   const std::string descriptor = in.string("descriptor", kMaxDescriptorLength);
-  if (!is_valid_metric(static_cast<int32_t>(metric)))
+  if (!is_known_metric(static_cast<int32_t>(metric)))
     fail(Status::corrupt_data, "corrupt index: metric ", metric);
-  if (dim < 1 || dim > kMaxDim) fail(Status::corrupt_data, "corrupt index: dim ", dim);
-  // Every kind stores at least an 8-byte id a vector; the kind's payload checks the rest exactly.
+  const bool dim_ok = holds_strings(static_cast<Metric>(metric)) ? dim == 0 : dim >= 1 && dim <= kMaxDim;
+  if (!dim_ok) fail(Status::corrupt_data, "corrupt index: dim ", dim);
+  // Every kind stores at least an 8-byte id an object; the kind's payload checks the rest exactly.
   if (count < 0 || static_cast<uint64_t>(count) > in.remaining() / sizeof(int64_t))
     fail(Status::corrupt_data, "corrupt index: count ", count, " exceeds the data");
 

@@ -57,7 +57,9 @@ enum qv_status_code {
   QV_ERR_VERSION_MISMATCH = 10,    /* a saved index was written in a format version this library
                                       does not read */
   QV_ERR_INTERNAL = 11,            /* a bug in quiver; please report it with the message */
-  QV_ERR_CANCELLED = 12            /* a progress callback asked the call to stop */
+  QV_ERR_CANCELLED = 12,           /* a progress callback asked the call to stop */
+  QV_ERR_TOO_MANY_RESULTS = 13     /* a range search query found more hits than
+                                    * qv_search_params_t.max_range_results allows */
 };
 
 /* The name of a status code, e.g. "QV_ERR_INVALID_ARGUMENT". Never NULL; unknown codes give
@@ -90,7 +92,15 @@ enum qv_metric_code {
   /* Inner product <x, y>; larger is closer. */
   QV_METRIC_INNER_PRODUCT = 1,
   /* Cosine similarity <x, y> / (|x| |y|) in [-1, 1]; larger is closer. Zero vectors are rejected. */
-  QV_METRIC_COSINE = 2
+  QV_METRIC_COSINE = 2,
+  /* L1 (Manhattan) distance sum |x_i - y_i|; smaller is closer. "Flat", "LC" and "SSS" indexes. */
+  QV_METRIC_L1 = 3,
+  /* L-infinity (Chebyshev) distance max |x_i - y_i|; smaller is closer. "Flat", "LC" and "SSS". */
+  QV_METRIC_LINF = 4,
+  /* Edit (Levenshtein) distance between byte strings: the fewest single-byte insertions, deletions
+   * and substitutions; an integer, smaller is closer. Indexes of this metric hold byte strings, not
+   * vectors (dim 0; qv_index_add_strings and the _strings searches). "Flat", "LC" and "SSS". */
+  QV_METRIC_EDIT = 5
 };
 
 typedef int32_t qv_device_kind_t;
@@ -190,10 +200,15 @@ typedef struct qv_search_params {
    * max(k, QV_MAX_K)) are re-ranked with exact distances to the stored raw vectors, and the k best
    * returned; larger finds more true neighbours. 0 (default) = 8. Other indexes ignore it. */
   uint32_t refine_factor;
+  /* Range searches: the most hits one query may have; a query with more fails the call with
+   * QV_ERR_TOO_MANY_RESULTS (no result is returned), which bounds the memory a too-large radius can
+   * take. 0 (default) = no limit; < 0 is QV_ERR_INVALID_ARGUMENT. k-NN searches ignore it. */
+  int64_t max_range_results;
 } qv_search_params_t;
 
 /* Fills *params with defaults: no filter, nprobe QV_NPROBE_DEFAULT, search_width 0, compute_mode
- * QV_COMPUTE_FP32, refine_factor 0. Returns QV_ERR_INVALID_ARGUMENT if params is NULL. */
+ * QV_COMPUTE_FP32, refine_factor 0, max_range_results 0. Returns QV_ERR_INVALID_ARGUMENT if params
+ * is NULL. */
 QV_API qv_status_t qv_search_params_init(qv_search_params_t *params);
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -257,8 +272,29 @@ typedef struct qv_index qv_index_t;
  *             as in Faiss: the nearest centroids for L2, those of largest inner product for inner
  *             product and cosine (vectors and queries are normalised for cosine; centroids are
  *             k-means means, not normalised).
- * dim         vector dimension, 1 .. 65536.
- * metric      QV_METRIC_L2, QV_METRIC_INNER_PRODUCT or QV_METRIC_COSINE.
+ *             "LC<b>"               List of Clusters, a metric-space index for any true metric
+ *                                   (QV_METRIC_L2, _L1, _LINF, _EDIT; inner product and cosine are
+ *                                   QV_ERR_UNSUPPORTED): clusters of b objects (1 .. 65536, e.g.
+ *                                   "LC32") around centres chosen farthest-first (largest sum of
+ *                                   distances to the earlier centres), each with its covering
+ *                                   radius. Exact: range and k-NN search prune clusters by the
+ *                                   triangle inequality and return what brute force returns. No
+ *                                   training; the first add builds the clusters, later adds join
+ *                                   the first cluster that covers them (or start a new one).
+ *             "SSS<alpha>" or "SSS<alpha>,P<p>"  Sparse Spatial Selection pivot index (any true
+ *                                   metric, as LC): objects become pivots when farther than alpha x
+ *                                   (the largest distance seen) from every pivot (alpha in (0, 2],
+ *                                   e.g. "SSS0.4"), at most p pivots (default 64, 1 .. 1024); a
+ *                                   table of every object's distance to every pivot filters
+ *                                   candidates (|d(x,p) - d(q,p)| > r). Exact, as LC. The first add
+ *                                   chooses the pivots. Memory: p x 4 bytes an object.
+ *             "Flat" with QV_METRIC_L1, _LINF or _EDIT is brute force over the objects. On a CUDA
+ *             context Flat, LC and SSS of these metrics (and LC, SSS with L2) search on the GPU, one
+ *             block a query, over a device copy; the host keeps the authoritative copy.
+ * dim         vector dimension, 1 .. 65536; 0 for QV_METRIC_EDIT (strings).
+ * metric      QV_METRIC_L2, _INNER_PRODUCT, _COSINE (every kind), _L1, _LINF (Flat, LC, SSS) or
+ *             _EDIT (Flat, LC, SSS over byte strings). Range search radii of L2 are squared, as
+ *             its distances, on every kind.
  * out         receives the new index, owned by the caller (qv_index_free).
  * Returns QV_OK, QV_ERR_INVALID_ARGUMENT (unknown or malformed descriptor, bad dim or metric),
  * QV_ERR_UNSUPPORTED (the kind cannot run on the context's device: an explicit CUDA context; an
@@ -310,15 +346,17 @@ QV_API qv_status_t qv_index_search(const qv_index_t *index, int64_t nq, const fl
 typedef struct qv_range_result qv_range_result_t;
 
 /* Finds, for each of nq queries, every vector within radius:
- * L2: squared distance <= radius; inner product and cosine: similarity >= radius.
+ * L2: squared distance <= radius (a negative radius finds nothing); inner product and cosine:
+ * similarity >= radius; L1, L-infinity: distance <= radius, a negative radius is
+ * QV_ERR_INVALID_ARGUMENT. params->max_range_results caps the hits of one query.
  * queries: nq x dim floats, finite. params: NULL or initialised (filter applies; nprobe for IVF).
  * IVF indexes return the hits among the nprobe nearest lists: exact float32 distances for IVF-Flat
  * and for IVF-PQ with ",Refine" (all entries of those lists checked against their raw vectors), PQ
- * distances otherwise. On a CUDA context IVF range search runs on the CPU over a host copy of the
- * lists.
+ * distances otherwise. On a CUDA context "Flat" range search runs on the GPU (exact, as on the
+ * CPU); IVF range search runs on the CPU over a host copy of the lists.
  * *out receives a new result owned by the caller (qv_range_result_free).
  * Concurrent calls on one index are safe. Returns QV_OK, QV_ERR_INVALID_ARGUMENT (also a NaN radius),
- * QV_ERR_NOT_TRAINED, QV_ERR_OUT_OF_*_MEMORY. */
+ * QV_ERR_NOT_TRAINED, QV_ERR_TOO_MANY_RESULTS, QV_ERR_OUT_OF_*_MEMORY. */
 QV_API qv_status_t qv_index_range_search(const qv_index_t *index, int64_t nq,
                                          const float *queries, float radius,
                                          const qv_search_params_t *params,
@@ -332,6 +370,33 @@ QV_API qv_status_t qv_range_result_get(const qv_range_result_t *result, int64_t 
 
 /* Releases a range result. NULL is a no-op. */
 QV_API void qv_range_result_free(qv_range_result_t *result);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Byte strings: the objects of QV_METRIC_EDIT indexes                                            */
+/*
+ * n strings are passed as offsets + bytes: string i is bytes[offsets[i]] .. bytes[offsets[i+1] - 1].
+ * offsets has n + 1 entries, offsets[0] >= 0, non-decreasing; strings may be empty, hold any byte
+ * value (no terminator, no encoding assumed) and be up to 1 MiB long. Host memory, read during the
+ * call only. Invalid offsets are QV_ERR_INVALID_ARGUMENT naming the string. Calls with vectors on a
+ * string index, or with strings on a vector index, are QV_ERR_UNSUPPORTED. Distances are edit
+ * distances as floats (0, 1, 2, ...). Otherwise each function behaves as its vector counterpart. */
+
+/* Adds n strings with optional ids, as qv_index_add. Needs exclusive access. */
+QV_API qv_status_t qv_index_add_strings(qv_index_t *index, int64_t n, const int64_t *offsets,
+                                        const uint8_t *bytes, const int64_t *ids);
+
+/* The k nearest strings of each of nq query strings, as qv_index_search (distances and ids nq x k,
+ * host or device memory; padding id -1, distance +INFINITY). Concurrent searches are safe. */
+QV_API qv_status_t qv_index_search_strings(const qv_index_t *index, int64_t nq,
+                                           const int64_t *offsets, const uint8_t *bytes,
+                                           uint32_t k, const qv_search_params_t *params,
+                                           float *distances, int64_t *ids);
+
+/* Every string within edit distance radius (<=) of each query, as qv_index_range_search. */
+QV_API qv_status_t qv_index_range_search_strings(const qv_index_t *index, int64_t nq,
+                                                 const int64_t *offsets, const uint8_t *bytes,
+                                                 float radius, const qv_search_params_t *params,
+                                                 qv_range_result_t **out);
 
 /* Removes the vectors with the given ids. Ids not in the index are ignored (and not counted).
  * ids: n ids, read during the call. removed: may be NULL, else receives the number removed.

@@ -29,6 +29,7 @@ TEST(CapiStatus, EveryCodeHasItsName) {
       {QV_ERR_VERSION_MISMATCH, "QV_ERR_VERSION_MISMATCH"},
       {QV_ERR_INTERNAL, "QV_ERR_INTERNAL"},
       {QV_ERR_CANCELLED, "QV_ERR_CANCELLED"},
+      {QV_ERR_TOO_MANY_RESULTS, "QV_ERR_TOO_MANY_RESULTS"},
   };
   for (const auto& c : cases) {
     const char* s = qv_status_string(c.code);
@@ -40,7 +41,7 @@ TEST(CapiStatus, EveryCodeHasItsName) {
 }
 
 TEST(CapiStatus, UnknownCodes) {
-  for (qv_status_t code : {13, 100, -1, -12345, INT32_MAX, INT32_MIN}) {
+  for (qv_status_t code : {14, 100, -1, -12345, INT32_MAX, INT32_MIN}) {
     const char* s = qv_status_string(code);
     ASSERT_NE(s, nullptr) << code;
     EXPECT_STREQ(s, "QV_ERR_UNKNOWN") << "code " << code;

@@ -110,11 +110,17 @@ inline const char* MetricName(qv_metric_t m) {
       return "IP";
     case QV_METRIC_COSINE:
       return "Cosine";
+    case QV_METRIC_L1:
+      return "L1";
+    case QV_METRIC_LINF:
+      return "LInf";
+    case QV_METRIC_EDIT:
+      return "Edit";
   }
   return "Unknown";
 }
 
-inline bool LargerIsCloser(qv_metric_t m) { return m != QV_METRIC_L2; }
+inline bool LargerIsCloser(qv_metric_t m) { return m == QV_METRIC_INNER_PRODUCT || m == QV_METRIC_COSINE; }
 
 inline float MissingDistance(qv_metric_t m) {
   return LargerIsCloser(m) ? -std::numeric_limits<float>::infinity()

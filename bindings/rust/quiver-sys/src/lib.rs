@@ -50,6 +50,8 @@ pub const QV_ERR_VERSION_MISMATCH: qv_status_t = 10;
 pub const QV_ERR_INTERNAL: qv_status_t = 11;
 /// A progress callback asked the call to stop.
 pub const QV_ERR_CANCELLED: qv_status_t = 12;
+/// A range search query found more hits than `qv_search_params_t::max_range_results` allows.
+pub const QV_ERR_TOO_MANY_RESULTS: qv_status_t = 13;
 
 // ------------------------------------------------------------------------------------------------
 // Enumerations
@@ -73,6 +75,13 @@ pub const QV_METRIC_L2: qv_metric_t = 0;
 pub const QV_METRIC_INNER_PRODUCT: qv_metric_t = 1;
 /// Cosine similarity in [-1, 1]; larger is closer. Zero vectors are rejected.
 pub const QV_METRIC_COSINE: qv_metric_t = 2;
+/// L1 (Manhattan) distance; smaller is closer. "Flat", "LC" and "SSS" indexes.
+pub const QV_METRIC_L1: qv_metric_t = 3;
+/// L-infinity (Chebyshev) distance; smaller is closer. "Flat", "LC" and "SSS" indexes.
+pub const QV_METRIC_LINF: qv_metric_t = 4;
+/// Edit (Levenshtein) distance between byte strings; smaller is closer. Such an index holds strings
+/// (dim 0): `qv_index_add_strings` and the `_strings` searches. "Flat", "LC" and "SSS" indexes.
+pub const QV_METRIC_EDIT: qv_metric_t = 5;
 
 /// `qv_device_kind_t`: one of the `QV_DEVICE_*` codes.
 pub type qv_device_kind_t = i32;
@@ -155,6 +164,9 @@ pub struct qv_search_params_t {
     pub compute_mode: qv_compute_mode_t,
     /// IVF-PQ ",Refine" indexes: refine_factor x k candidates re-ranked exactly; 0 (default) = 8.
     pub refine_factor: u32,
+    /// Range searches: the most hits one query may have, more fails the call with
+    /// `QV_ERR_TOO_MANY_RESULTS`; 0 (default) = no limit, < 0 is `QV_ERR_INVALID_ARGUMENT`.
+    pub max_range_results: i64,
 }
 
 /// `qv_index_info_t`.
@@ -322,6 +334,40 @@ extern "C" {
     ) -> qv_status_t;
     /// Releases a range result. NULL is a no-op.
     pub fn qv_range_result_free(result: *mut qv_range_result_t);
+
+    // Byte strings (QV_METRIC_EDIT indexes): string i is bytes[offsets[i] .. offsets[i + 1]],
+    // offsets has n + 1 non-decreasing entries from offsets[0] >= 0.
+    /// Adds `n` strings with ids (NULL: consecutive), as `qv_index_add`. Needs exclusive access.
+    pub fn qv_index_add_strings(
+        index: *mut qv_index_t,
+        n: i64,
+        offsets: *const i64,
+        bytes: *const u8,
+        ids: *const i64,
+    ) -> qv_status_t;
+    /// The k nearest strings of `nq` query strings into `nq x k` outputs, as `qv_index_search`.
+    /// Concurrent calls are safe.
+    pub fn qv_index_search_strings(
+        index: *const qv_index_t,
+        nq: i64,
+        offsets: *const i64,
+        bytes: *const u8,
+        k: u32,
+        params: *const qv_search_params_t,
+        distances: *mut f32,
+        ids: *mut i64,
+    ) -> qv_status_t;
+    /// Every string within edit distance `radius` of each query string into a new range result,
+    /// as `qv_index_range_search`. Concurrent calls are safe.
+    pub fn qv_index_range_search_strings(
+        index: *const qv_index_t,
+        nq: i64,
+        offsets: *const i64,
+        bytes: *const u8,
+        radius: f32,
+        params: *const qv_search_params_t,
+        out: *mut *mut qv_range_result_t,
+    ) -> qv_status_t;
     /// Removes the vectors with the given ids; `removed` (may be NULL) receives the count. Needs exclusive access.
     pub fn qv_index_remove(
         index: *mut qv_index_t,

@@ -35,7 +35,8 @@ fn layouts() -> (Vec<String>, Vec<String>) {
     describe!(
         qv_context_options_t { struct_size, device, device_id, cpu_threads }
         qv_search_params_t {
-            struct_size, filter, filter_bits, nprobe, search_width, compute_mode, refine_factor
+            struct_size, filter, filter_bits, nprobe, search_width, compute_mode, refine_factor,
+            max_range_results
         }
         qv_index_info_t {
             struct_size, dim, metric, is_trained, count, device, device_id, host_bytes,
@@ -49,7 +50,9 @@ fn layouts() -> (Vec<String>, Vec<String>) {
         QV_OK, QV_ERR_INVALID_ARGUMENT, QV_ERR_OUT_OF_HOST_MEMORY, QV_ERR_OUT_OF_DEVICE_MEMORY,
         QV_ERR_CUDA, QV_ERR_NO_DEVICE, QV_ERR_NOT_TRAINED, QV_ERR_UNSUPPORTED, QV_ERR_IO,
         QV_ERR_CORRUPT_DATA, QV_ERR_VERSION_MISMATCH, QV_ERR_INTERNAL, QV_ERR_CANCELLED,
-        QV_METRIC_L2, QV_METRIC_INNER_PRODUCT, QV_METRIC_COSINE,
+        QV_ERR_TOO_MANY_RESULTS,
+        QV_METRIC_L2, QV_METRIC_INNER_PRODUCT, QV_METRIC_COSINE, QV_METRIC_L1, QV_METRIC_LINF,
+        QV_METRIC_EDIT,
         QV_COMPUTE_FP32, QV_COMPUTE_TF32, QV_COMPUTE_FP16, QV_COMPUTE_BF16,
         QV_DEVICE_AUTO, QV_DEVICE_CPU, QV_DEVICE_CUDA,
         QV_KNN_GRAPH_AUTO, QV_KNN_GRAPH_EXACT, QV_KNN_GRAPH_APPROXIMATE, QV_MAX_K, QV_NPROBE_DEFAULT,
@@ -107,7 +110,7 @@ fn structs_and_constants_match_the_c_header() {
 fn struct_sizes_on_64_bit_targets() {
     if size_of::<usize>() == 8 {
         assert_eq!(size_of::<qv_context_options_t>(), 16);
-        assert_eq!(size_of::<qv_search_params_t>(), 40);
+        assert_eq!(size_of::<qv_search_params_t>(), 48);
         assert_eq!(size_of::<qv_index_info_t>(), 184);
         assert_eq!(size_of::<qv_kmeans_params_t>(), 24);
         assert_eq!(size_of::<qv_knn_graph_params_t>(), 48);
@@ -127,6 +130,7 @@ fn the_linked_library_is_the_one_declared() {
         assert_eq!(p.struct_size as usize, size_of::<qv_search_params_t>());
         assert_eq!(p.nprobe, QV_NPROBE_DEFAULT);
         assert_eq!(p.refine_factor, 0);
+        assert_eq!(p.max_range_results, 0);
         assert_eq!(
             qv_search_params_init(std::ptr::null_mut()),
             QV_ERR_INVALID_ARGUMENT

@@ -41,6 +41,9 @@ pub enum Status {
     Internal = 11,
     /// `QV_ERR_CANCELLED`: a progress callback asked the call to stop.
     Cancelled = 12,
+    /// `QV_ERR_TOO_MANY_RESULTS`: a range search query found more hits than
+    /// [`SearchParams::with_max_range_results`](crate::SearchParams::with_max_range_results) allows.
+    TooManyResults = 13,
     /// A code this binding does not know.
     Unknown = -1,
 }
@@ -62,6 +65,7 @@ impl Status {
             sys::QV_ERR_VERSION_MISMATCH => Status::VersionMismatch,
             sys::QV_ERR_INTERNAL => Status::Internal,
             sys::QV_ERR_CANCELLED => Status::Cancelled,
+            sys::QV_ERR_TOO_MANY_RESULTS => Status::TooManyResults,
             _ => Status::Unknown,
         }
     }

@@ -22,8 +22,14 @@ use quiver_sys as sys;
 /// assert_eq!(IndexKind::IvfFlat { nlist: 1024 }.descriptor(), "IVF1024,Flat");
 /// let kind = IndexKind::IvfPq { nlist: 256, m: 16, opq_m: 32, refine: true };
 /// assert_eq!(kind.to_string(), "OPQ32,IVF256,PQ16,Refine");
+/// assert_eq!(IndexKind::ListOfClusters { cluster_size: 32 }.descriptor(), "LC32");
+/// assert_eq!(IndexKind::Sss { alpha: 0.4, max_pivots: 0 }.descriptor(), "SSS0.4");
+/// assert_eq!(IndexKind::Sss { alpha: 0.5, max_pivots: 32 }.descriptor(), "SSS0.5,P32");
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// Kinds are equal when every field is (`Sss`'s alpha compared bit for bit, so that `Eq` and `Hash`
+/// hold).
+#[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub enum IndexKind {
     /// Exact search over all vectors: descriptor `"Flat"`.
@@ -50,6 +56,58 @@ pub enum IndexKind {
         /// Keep the raw vectors and re-rank exactly (",Refine").
         refine: bool,
     },
+    /// List of Clusters, `"LC<cluster_size>"`: a metric-space index for the true metrics (L2, L1,
+    /// L-infinity, edit distance; not inner product or cosine). Clusters of `cluster_size` objects
+    /// around centres chosen farthest-first, each with its covering radius; searches prune clusters
+    /// by the triangle inequality and return exactly what brute force returns. No training: the
+    /// first add builds the clusters.
+    ListOfClusters {
+        /// Objects a cluster, 1 ..= 65536.
+        cluster_size: u32,
+    },
+    /// Sparse Spatial Selection pivots, `"SSS<alpha>[,P<max_pivots>]"`: a metric-space index for
+    /// the same metrics as [`IndexKind::ListOfClusters`], exact as it. An object becomes a pivot
+    /// when farther than alpha x (the largest distance seen) from every pivot; a table of every
+    /// object's distance to every pivot filters candidates. The first add chooses the pivots.
+    Sss {
+        /// In (0, 2], e.g. 0.4; written as a plain decimal.
+        alpha: f32,
+        /// At most this many pivots, 1 ..= 1024; 0 for the library's default (64). Memory:
+        /// 4 bytes a pivot an object.
+        max_pivots: u32,
+    },
+}
+
+impl IndexKind {
+    /// Every field as integers (alpha by its bits), for `Eq` and `Hash`.
+    fn key(self) -> (u8, u32, u32, u32, bool) {
+        match self {
+            IndexKind::Flat => (0, 0, 0, 0, false),
+            IndexKind::IvfFlat { nlist } => (1, nlist, 0, 0, false),
+            IndexKind::IvfPq {
+                nlist,
+                m,
+                opq_m,
+                refine,
+            } => (2, nlist, m, opq_m, refine),
+            IndexKind::ListOfClusters { cluster_size } => (3, cluster_size, 0, 0, false),
+            IndexKind::Sss { alpha, max_pivots } => (4, alpha.to_bits(), max_pivots, 0, false),
+        }
+    }
+}
+
+impl PartialEq for IndexKind {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for IndexKind {}
+
+impl std::hash::Hash for IndexKind {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key().hash(state)
+    }
 }
 
 impl IndexKind {
@@ -72,6 +130,14 @@ impl IndexKind {
                 let suffix = if refine { ",Refine" } else { "" };
                 format!("{opq}IVF{nlist},PQ{m}{suffix}")
             }
+            IndexKind::ListOfClusters { cluster_size } => format!("LC{cluster_size}"),
+            // f32's Display is the shortest decimal that reads back as the same float, never with
+            // an exponent: the plain decimal the descriptor needs.
+            IndexKind::Sss {
+                alpha,
+                max_pivots: 0,
+            } => format!("SSS{alpha}"),
+            IndexKind::Sss { alpha, max_pivots } => format!("SSS{alpha},P{max_pivots}"),
         }
     }
 }
@@ -86,13 +152,13 @@ impl std::fmt::Display for IndexKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct IndexInfo {
-    /// Vector dimension.
+    /// Vector dimension; 0 for an index of byte strings ([`Metric::Edit`]).
     pub dim: usize,
     /// The metric.
     pub metric: Metric,
     /// Whether searches and adds are possible.
     pub is_trained: bool,
-    /// Vectors in the index.
+    /// Vectors (or strings) in the index.
     pub count: usize,
     /// Where the index lives.
     pub device: Device,
@@ -104,7 +170,8 @@ pub struct IndexInfo {
     pub descriptor: String,
 }
 
-/// Vectors organised for k-nearest-neighbour and range search.
+/// Vectors organised for k-nearest-neighbour and range search; or byte strings, for an index of
+/// [`Metric::Edit`] (see [`Index::add_strings`]).
 ///
 /// `search`, `range_search`, `info`, `save` and `save_to_buffer` take `&self` and may run on many
 /// threads at once (share the index through an `Arc`); `train`, `add` and `remove` take `&mut self`.
@@ -137,11 +204,14 @@ impl Drop for Index {
 impl Index {
     /// Creates an empty index on `context`'s device.
     ///
-    /// `descriptor` names the kind, Faiss-style (`"Flat"`, `"IVF1024,Flat"`, `"IVF256,PQ16,Refine"`;
-    /// see [`IndexKind`] and `qv_index_create` in quiver.h); `dim` is 1 ..= 65536. Inverted-file
-    /// indexes need [`Index::train`] before `add` and `search`.
+    /// `descriptor` names the kind, Faiss-style (`"Flat"`, `"IVF1024,Flat"`, `"IVF256,PQ16,Refine"`,
+    /// `"LC32"`, `"SSS0.4"`; see [`IndexKind`] and `qv_index_create` in quiver.h); `dim` is
+    /// 1 ..= 65536, or 0 for [`Metric::Edit`] (an index of byte strings). Inverted-file indexes
+    /// need [`Index::train`] before `add` and `search`.
     /// Errors: `InvalidArgument` (unknown or malformed descriptor, bad dim), `Unsupported` (the kind
-    /// cannot run on an explicit CUDA context).
+    /// cannot run on an explicit CUDA context, or does not serve the metric: L1, L-infinity and edit
+    /// distance are `"Flat"`, `"LC<b>"` and `"SSS<alpha>"` only; inner product and cosine are not
+    /// `"LC"` or `"SSS"`).
     pub fn new(context: &Context, descriptor: &str, dim: usize, metric: Metric) -> Result<Index> {
         let c_descriptor = c_string("descriptor", descriptor)?;
         let c_dim = to_i64("dim", dim)?;
@@ -199,7 +269,7 @@ impl Index {
         Ok(index)
     }
 
-    /// The vector dimension.
+    /// The vector dimension (0 for an index of byte strings).
     pub fn dim(&self) -> usize {
         self.dim
     }
@@ -218,7 +288,7 @@ impl Index {
     /// `"Flat"`, only validate. Inverted files need at least nlist rows (256 for PQ), train
     /// deterministically, and refuse (`InvalidArgument`) to train again once they hold vectors.
     pub fn train(&mut self, x: &[f32]) -> Result<()> {
-        let n = rows("x", x.len(), self.dim)?;
+        let n = self.vector_rows("x", x.len())?;
         // SAFETY: exclusive (&mut self); x holds n x dim floats, read during the call.
         check(unsafe { sys::qv_index_train(self.raw.as_ptr(), n, x.as_ptr()) })
     }
@@ -226,7 +296,7 @@ impl Index {
     /// Adds the rows of `x` (`n x dim`, finite), numbered consecutively after the largest id in the
     /// index (0, 1, ... for an empty one). On error nothing is added.
     pub fn add(&mut self, x: &[f32]) -> Result<()> {
-        let n = rows("x", x.len(), self.dim)?;
+        let n = self.vector_rows("x", x.len())?;
         // SAFETY: exclusive; x holds n x dim floats; NULL ids means consecutive numbering.
         check(unsafe { sys::qv_index_add(self.raw.as_ptr(), n, x.as_ptr(), ptr::null()) })
     }
@@ -234,7 +304,7 @@ impl Index {
     /// Adds the rows of `x` with the given ids: one per row, >= 0, unique, not already in the index.
     /// On error nothing is added.
     pub fn add_with_ids(&mut self, x: &[f32], ids: &[i64]) -> Result<()> {
-        let n = rows("x", x.len(), self.dim)?;
+        let n = self.vector_rows("x", x.len())?;
         if ids.len() as i64 != n {
             return Err(Error::invalid_argument(format!(
                 "ids has {} entries for {n} vectors",
@@ -253,7 +323,7 @@ impl Index {
         k: usize,
         params: &SearchParams<'_>,
     ) -> Result<Neighbors> {
-        let nq = rows("queries", queries.len(), self.dim)?;
+        let nq = self.vector_rows("queries", queries.len())?;
         let len = output_len(nq, k_value(k)?)?;
         let mut distances = vec![0f32; len];
         let mut ids = vec![0i64; len];
@@ -271,7 +341,7 @@ impl Index {
         distances: &mut [f32],
         ids: &mut [i64],
     ) -> Result<()> {
-        let nq = rows("queries", queries.len(), self.dim)?;
+        let nq = self.vector_rows("queries", queries.len())?;
         let c_k = k_value(k)?;
         let len = output_len(nq, c_k)?;
         output_slice("distances", distances.len(), len)?;
@@ -293,14 +363,16 @@ impl Index {
     }
 
     /// Finds, for each row of `queries`, every vector within `radius`: squared distance <= radius for
-    /// L2, similarity >= radius for inner product and cosine. The filter and nprobe apply.
+    /// L2, distance <= radius for L1 and L-infinity, similarity >= radius for inner product and
+    /// cosine. The filter, nprobe and
+    /// [`max_range_results`](crate::SearchParams::with_max_range_results) apply.
     pub fn range_search(
         &self,
         queries: &[f32],
         radius: f32,
         params: &SearchParams<'_>,
     ) -> Result<RangeResult> {
-        let nq = rows("queries", queries.len(), self.dim)?;
+        let nq = self.vector_rows("queries", queries.len())?;
         let c_params = params.to_raw()?;
         let mut raw = ptr::null_mut();
         // SAFETY: shared access is allowed for range search; queries holds nq x dim floats; raw is a
@@ -391,6 +463,21 @@ impl Index {
         Ok(unsafe { std::slice::from_raw_parts(buffer.0 as *const u8, size) }.to_vec())
     }
 
+    /// The number of `dim`-wide rows in the vector argument `what`; an index of byte strings takes
+    /// no vectors (`Unsupported`, as the library would say).
+    fn vector_rows(&self, what: &str, len: usize) -> Result<i64> {
+        if self.metric.holds_strings() {
+            return Err(Error::new(
+                Status::Unsupported,
+                format!(
+                    "{what}: the index holds byte strings (edit distance); use add_strings, \
+                     search_strings or range_search_strings"
+                ),
+            ));
+        }
+        rows(what, len, self.dim)
+    }
+
     /// The C handle, for calls through `quiver_sys`. Valid while this index lives; do not free it,
     /// and keep to the header's rules on exclusive access.
     pub fn as_raw(&self) -> *mut sys::qv_index_t {
@@ -408,7 +495,7 @@ impl fmt::Debug for Index {
 }
 
 /// A handle returned by a successful call; NULL there is a library bug.
-fn non_null<T>(raw: *mut T, function: &str) -> Result<NonNull<T>> {
+pub(crate) fn non_null<T>(raw: *mut T, function: &str) -> Result<NonNull<T>> {
     NonNull::new(raw)
         .ok_or_else(|| Error::new(Status::Internal, format!("{function} returned NULL")))
 }

@@ -2,10 +2,12 @@
 //!
 //! This crate is the safe face of quiver's C API (`include/quiver/quiver.h`; raw declarations in
 //! [`sys`], the `quiver-sys` crate). Vectors are row-major `f32` slices, `dim` floats per row;
-//! results come back as `Vec`s. Every fallible call returns `Result<T, `[`Error`]`>`, whose
-//! [`Status`] and message come from the library. A [`Context`] says where work runs (CPU threads
-//! or a CUDA device); an [`Index`] keeps its context alive, searches through `&self` (share it
-//! between threads with an `Arc`) and changes through `&mut self`.
+//! results come back as `Vec`s. Indexes of [`Metric::Edit`] hold byte strings instead
+//! ([`Index::add_strings`], [`Index::search_strings`], [`Index::range_search_strings`]). Every
+//! fallible call returns `Result<T, `[`Error`]`>`, whose [`Status`] and message come from the
+//! library. A [`Context`] says where work runs (CPU threads or a CUDA device); an [`Index`] keeps
+//! its context alive, searches through `&self` (share it between threads with an `Arc`) and
+//! changes through `&mut self`.
 //!
 //! # Quick start
 //!
@@ -58,6 +60,7 @@ mod neighbors;
 mod range_result;
 mod search_params;
 mod shape;
+mod strings;
 
 pub use context::{cuda_device_count, Context, ContextBuilder, Device, DeviceKind};
 pub use error::{Error, Result, Status};

@@ -4,6 +4,11 @@ use crate::error::{Error, Result, Status};
 use quiver_sys as sys;
 
 /// The distance or similarity of a search. Radii of range searches are in the metric's own units.
+///
+/// `L2`, `InnerProduct` and `Cosine` serve every index kind; `L1` and `LInf` only `"Flat"` and the
+/// metric-space kinds `"LC<b>"` and `"SSS<alpha>"`; `Edit` is the metric of indexes of byte strings
+/// (same kinds, dimension 0, [`Index::add_strings`](crate::Index::add_strings) and the `_strings`
+/// searches).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Metric {
@@ -13,6 +18,13 @@ pub enum Metric {
     InnerProduct,
     /// Cosine similarity `<x, y> / (|x| |y|)` in [-1, 1]; larger is closer. Zero vectors are rejected.
     Cosine,
+    /// L1 (Manhattan) distance `sum |x_i - y_i|`; smaller is closer.
+    L1,
+    /// L-infinity (Chebyshev) distance `max |x_i - y_i|`; smaller is closer.
+    LInf,
+    /// Edit (Levenshtein) distance between byte strings: the fewest single-byte insertions,
+    /// deletions and substitutions; a whole number, smaller is closer.
+    Edit,
 }
 
 impl Metric {
@@ -22,6 +34,9 @@ impl Metric {
             Metric::L2 => sys::QV_METRIC_L2,
             Metric::InnerProduct => sys::QV_METRIC_INNER_PRODUCT,
             Metric::Cosine => sys::QV_METRIC_COSINE,
+            Metric::L1 => sys::QV_METRIC_L1,
+            Metric::LInf => sys::QV_METRIC_LINF,
+            Metric::Edit => sys::QV_METRIC_EDIT,
         }
     }
 
@@ -31,6 +46,9 @@ impl Metric {
             sys::QV_METRIC_L2 => Ok(Metric::L2),
             sys::QV_METRIC_INNER_PRODUCT => Ok(Metric::InnerProduct),
             sys::QV_METRIC_COSINE => Ok(Metric::Cosine),
+            sys::QV_METRIC_L1 => Ok(Metric::L1),
+            sys::QV_METRIC_LINF => Ok(Metric::LInf),
+            sys::QV_METRIC_EDIT => Ok(Metric::Edit),
             _ => Err(Error::new(
                 Status::Internal,
                 format!("unknown qv_metric_t {code}"),
@@ -38,9 +56,15 @@ impl Metric {
         }
     }
 
-    /// Whether a larger value is closer (inner product, cosine) rather than a smaller one (L2).
+    /// Whether a larger value is closer (inner product, cosine) rather than a smaller one (the
+    /// distances: L2, L1, L-infinity, edit).
     pub fn larger_is_closer(self) -> bool {
-        !matches!(self, Metric::L2)
+        matches!(self, Metric::InnerProduct | Metric::Cosine)
+    }
+
+    /// Whether an index of this metric holds byte strings (edit distance) rather than vectors.
+    pub fn holds_strings(self) -> bool {
+        matches!(self, Metric::Edit)
     }
 }
 

@@ -33,7 +33,8 @@ impl<'a> Hits<'a> {
 /// The k nearest neighbours of `nq` queries: two row-major `nq x k` arrays.
 ///
 /// Row `i` holds the neighbours of query `i`, closest first; where fewer than `k` vectors qualify the
-/// row is padded with id -1 and distance +INFINITY (L2) or -INFINITY (inner product, cosine).
+/// row is padded with id -1 and distance +INFINITY (the distances: L2, L1, L-infinity, edit) or
+/// -INFINITY (the similarities: inner product, cosine).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Neighbors {
     nq: usize,

@@ -1,5 +1,5 @@
 //! `SearchParams`: per-call search settings (filter, nprobe, refine factor, graph search width,
-//! compute mode).
+//! compute mode, range search result cap).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -13,7 +13,7 @@ pub const NPROBE_DEFAULT: u32 = sys::QV_NPROBE_DEFAULT;
 
 /// Settings of one search, range search or k-NN call. `SearchParams::default()` gives the library's
 /// defaults (`qv_search_params_init`): no filter, the index's own nprobe ([`NPROBE_DEFAULT`]),
-/// refine factor and search width, float32 arithmetic.
+/// refine factor and search width, float32 arithmetic, no cap on range search hits.
 ///
 /// The filter is a bitset of allowed ids, owned (`Vec<u8>`) or borrowed (`&[u8]`): bit `id % 8` of
 /// byte `id / 8` set means `id` may be returned; ids at or beyond `bits` are excluded.
@@ -90,6 +90,15 @@ impl<'a> SearchParams<'a> {
         self
     }
 
+    /// Range searches: the most hits one query may have; a query with more fails the whole call
+    /// with [`Status::TooManyResults`](crate::Status::TooManyResults) (no result is returned),
+    /// which bounds the memory a too-large radius can take. 0 (the default) means no limit; values
+    /// above `i64::MAX` are `i64::MAX`. k-NN searches ignore it.
+    pub fn with_max_range_results(mut self, max: usize) -> Self {
+        self.raw.max_range_results = i64::try_from(max).unwrap_or(i64::MAX);
+        self
+    }
+
     /// Allows only the ids whose bit is set in `bitset` (bit `id % 8` of byte `id / 8`), among ids
     /// below `bits`. `bitset` must hold at least `bits` bits, else the call that uses these
     /// parameters fails with `Status::InvalidArgument`.
@@ -135,6 +144,11 @@ impl<'a> SearchParams<'a> {
         self.raw.search_width
     }
 
+    /// The range search result cap (0 = no limit).
+    pub fn max_range_results(&self) -> usize {
+        usize::try_from(self.raw.max_range_results).unwrap_or(0)
+    }
+
     /// The compute mode setting.
     pub fn compute_mode(&self) -> ComputeMode {
         match self.raw.compute_mode {
@@ -177,6 +191,7 @@ impl fmt::Debug for SearchParams<'_> {
             .field("refine_factor", &self.raw.refine_factor)
             .field("search_width", &self.raw.search_width)
             .field("compute_mode", &self.compute_mode())
+            .field("max_range_results", &self.raw.max_range_results)
             .field("filter_bits", &self.filter.as_ref().map(|(_, n)| *n))
             .finish()
     }

@@ -30,6 +30,7 @@ fn status_codes_round_trip_and_have_c_names() {
         (Status::VersionMismatch, "QV_ERR_VERSION_MISMATCH"),
         (Status::Internal, "QV_ERR_INTERNAL"),
         (Status::Cancelled, "QV_ERR_CANCELLED"),
+        (Status::TooManyResults, "QV_ERR_TOO_MANY_RESULTS"),
     ];
     for (code, (status, name)) in all.iter().enumerate() {
         assert_eq!(status.code(), code as i32);
@@ -49,11 +50,25 @@ fn metric_and_device_codes_match_the_header() {
         quiver::sys::QV_METRIC_INNER_PRODUCT
     );
     assert_eq!(Metric::Cosine.code(), quiver::sys::QV_METRIC_COSINE);
-    for m in [Metric::L2, Metric::InnerProduct, Metric::Cosine] {
+    assert_eq!(Metric::L1.code(), quiver::sys::QV_METRIC_L1);
+    assert_eq!(Metric::LInf.code(), quiver::sys::QV_METRIC_LINF);
+    assert_eq!(Metric::Edit.code(), quiver::sys::QV_METRIC_EDIT);
+    let all = [
+        Metric::L2,
+        Metric::InnerProduct,
+        Metric::Cosine,
+        Metric::L1,
+        Metric::LInf,
+        Metric::Edit,
+    ];
+    for m in all {
         assert_eq!(Metric::from_code(m.code()).unwrap(), m);
+        assert_eq!(m.holds_strings(), m == Metric::Edit);
     }
     assert_eq!(Metric::from_code(99).unwrap_err().status, Status::Internal);
     assert!(!Metric::L2.larger_is_closer() && Metric::Cosine.larger_is_closer());
+    assert!(!Metric::L1.larger_is_closer() && !Metric::LInf.larger_is_closer());
+    assert!(!Metric::Edit.larger_is_closer() && Metric::InnerProduct.larger_is_closer());
     for d in [DeviceKind::Auto, DeviceKind::Cpu, DeviceKind::Cuda] {
         assert_eq!(DeviceKind::from_code(d.code()).unwrap(), d);
     }

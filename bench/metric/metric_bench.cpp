@@ -1,0 +1,207 @@
+// Metric-space range search (cpp/metric/, cuda/metric/): brute force, List of Clusters and SSS on the
+// CPU and the GPU, as the metric-space paper's Figures 3-4: distance evaluations per query and time.
+//   words    a word list (one per line, e.g. wspanish's /usr/share/dict/spanish) split 80/20 into
+//            base and queries (every third query with one or two random edits), edit distance, radii 1-3
+//   vectors  synthetic low-intrinsic-dimension vectors (an 8-dimensional Gaussian mapped linearly into
+//            128 dimensions, plus small noise), L2, radii returning 0.01%, 0.1% and 1% of the base
+// Times are wall clock around whole batch calls (the GPU calls block until results are on the host),
+// warm, the median of 3 runs; the CPU uses --threads threads.
+//
+// usage: metric_bench [--words FILE] [--vectors N] [--devices cpu,cuda] [--threads 2]
+//                     [--cpu-queries 2000] [--json FILE]
+// Built and run by bench/metric_bench.sh.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpp/core/context.h"
+#include "cpp/index/factory.h"
+#include "cpp/metric/metric_index.h"
+
+namespace {
+
+using namespace quiver;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+struct StringData {
+  std::vector<int64_t> offsets{0};
+  std::vector<uint8_t> bytes;
+  int64_t n() const { return static_cast<int64_t>(offsets.size()) - 1; }
+  void push(const std::string& s) {
+    bytes.insert(bytes.end(), s.begin(), s.end());
+    offsets.push_back(static_cast<int64_t>(bytes.size()));
+  }
+  Strings view(int64_t count) const { return Strings{std::min(count, n()), offsets.data(), bytes.data()}; }
+};
+
+// A workload: one data set, one metric, a few radii, the same queries for every index.
+struct Workload {
+  std::string name;
+  Metric metric;
+  int64_t dim = 0;  // 0: strings
+  StringData base_strings, query_strings;
+  std::vector<float> base_vectors, query_vectors;
+  std::vector<float> radii;
+  std::vector<std::string> radius_names;
+  int64_t n() const { return dim ? static_cast<int64_t>(base_vectors.size()) / dim : base_strings.n(); }
+  int64_t nq() const { return dim ? static_cast<int64_t>(query_vectors.size()) / dim : query_strings.n(); }
+};
+
+Workload words_workload(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "cannot open %s\n", path.c_str());
+    std::exit(1);
+  }
+  std::vector<std::string> words;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) words.push_back(line);
+  std::mt19937_64 rng(2024);
+  std::shuffle(words.begin(), words.end(), rng);
+  Workload w;
+  w.name = "words";
+  w.metric = Metric::edit;
+  const size_t split = words.size() * 8 / 10;
+  for (size_t i = 0; i < split; ++i) w.base_strings.push(words[i]);
+  for (size_t i = split; i < words.size(); ++i) {
+    std::string q = words[i];
+    for (size_t e = 0; e < (i % 3 == 0 ? 1 + rng() % 2 : 0) && !q.empty(); ++e) q[rng() % q.size()] = char('a' + rng() % 26);
+    w.query_strings.push(q);
+  }
+  w.radii = {1, 2, 3};
+  w.radius_names = {"r=1", "r=2", "r=3"};
+  return w;
+}
+
+Workload vector_workload(int64_t n, int64_t nq) {
+  const int64_t dim = 128, intrinsic = 8;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> map(static_cast<size_t>(intrinsic * dim));
+  for (float& v : map) v = g(rng);
+  auto make = [&](int64_t count) {
+    std::vector<float> x(static_cast<size_t>(count * dim));
+    std::vector<float> z(intrinsic);
+    for (int64_t i = 0; i < count; ++i) {
+      for (float& v : z) v = g(rng);
+      for (int64_t j = 0; j < dim; ++j) {
+        float s = 0.05f * g(rng);
+        for (int64_t t = 0; t < intrinsic; ++t) s += z[t] * map[t * dim + j];
+        x[i * dim + j] = s;
+      }
+    }
+    return x;
+  };
+  Workload w;
+  w.name = "synth-lowdim";
+  w.metric = Metric::l2;
+  w.dim = dim;
+  w.base_vectors = make(n);
+  w.query_vectors = make(nq);
+  // Radii from the pooled squared distances of 50 queries to every base vector.
+  std::vector<float> pooled;
+  for (int64_t q = 0; q < 50; ++q)
+    for (int64_t i = 0; i < n; ++i) {
+      float s = 0;
+      for (int64_t j = 0; j < dim; ++j) {
+        const float d = w.query_vectors[q * dim + j] - w.base_vectors[i * dim + j];
+        s += d * d;
+      }
+      pooled.push_back(s);
+    }
+  std::sort(pooled.begin(), pooled.end());
+  for (double fraction : {0.0001, 0.001, 0.01}) {
+    w.radii.push_back(pooled[static_cast<size_t>(fraction * (pooled.size() - 1))]);
+    w.radius_names.push_back(fraction == 0.0001 ? "0.01%" : fraction == 0.001 ? "0.1%" : "1%");
+  }
+  return w;
+}
+
+void run(const Workload& w, Context& context, const char* device, int64_t nq, FILE* json) {
+  // "Flat" is brute force: the metric kind for strings, the GEMM engine for L2 vectors.
+  const std::vector<std::string> descriptors{"Flat", "LC32", "LC128", "SSS0.5", "SSS0.3"};
+  nq = std::min(nq, w.nq());
+  for (const std::string& descriptor : descriptors) {
+    std::unique_ptr<Index> index = create_index(context, descriptor, w.dim, w.metric);
+    auto t0 = Clock::now();
+    if (w.dim) index->add(w.n(), w.base_vectors.data(), nullptr);
+    else index->add_strings(w.base_strings.view(w.n()), nullptr);
+    const double build_s = seconds_since(t0);
+    const auto* metric_index = dynamic_cast<const MetricIndex*>(index.get());
+    for (size_t r = 0; r < w.radii.size(); ++r) {
+      std::vector<double> times;
+      RangeResult result;
+      for (int rep = 0; rep < 4; ++rep) {
+        t0 = Clock::now();
+        result = w.dim ? index->range_search(nq, w.query_vectors.data(), w.radii[r], SearchOptions{})
+                       : index->range_search_strings(w.query_strings.view(nq), w.radii[r], SearchOptions{});
+        if (rep > 0) times.push_back(seconds_since(t0));
+      }
+      std::sort(times.begin(), times.end());
+      const double t = times[times.size() / 2];
+      const double hits = double(result.lims.back()) / double(nq);
+      const double evaluations =
+          metric_index ? double(metric_index->last_evaluations()) / double(nq) : double(w.n());
+      std::printf("%-13s %-5s %-8s %-6s n %7lld nq %6lld build %8.3f s  %9.1f us/query %11.0f QPS  %9.1f evals/q "
+                  "(%5.1f%%)  %8.2f hits/q\n",
+                  w.name.c_str(), device, descriptor.c_str(), w.radius_names[r].c_str(), (long long)w.n(),
+                  (long long)nq, build_s, t / nq * 1e6, nq / t, evaluations, 100.0 * evaluations / w.n(), hits);
+      if (json)
+        std::fprintf(json,
+                     "{\"bench\":\"metric_range\",\"data\":\"%s\",\"device\":\"%s\",\"index\":\"%s\",\"radius\":\"%s\","
+                     "\"radius_value\":%g,\"n\":%lld,\"nq\":%lld,\"build_s\":%.4f,\"search_s\":%.6f,\"qps\":%.1f,"
+                     "\"evaluations_per_query\":%.2f,\"hits_per_query\":%.3f}\n",
+                     w.name.c_str(), device, descriptor.c_str(), w.radius_names[r].c_str(), w.radii[r],
+                     (long long)w.n(), (long long)nq, build_s, t, nq / t, evaluations, hits);
+    }
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string words_path, json_path, devices = "cpu";
+  int64_t vectors = 0, threads = 2, cpu_queries = 2000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--words") words_path = argv[i + 1];
+    else if (a == "--vectors") vectors = std::atoll(argv[i + 1]);
+    else if (a == "--devices") devices = argv[i + 1];
+    else if (a == "--threads") threads = std::atoll(argv[i + 1]);
+    else if (a == "--cpu-queries") cpu_queries = std::atoll(argv[i + 1]);
+    else if (a == "--json") json_path = argv[i + 1];
+  }
+  FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "a");
+  std::vector<Workload> workloads;
+  if (!words_path.empty()) workloads.push_back(words_workload(words_path));
+  if (vectors > 0) workloads.push_back(vector_workload(vectors, 10000));
+  std::printf("metric_bench: devices %s, CPU threads %lld, CPU queries %lld (GPU: all)\n", devices.c_str(),
+              (long long)threads, (long long)cpu_queries);
+  for (const Workload& w : workloads) {
+    if (devices.find("cpu") != std::string::npos) {
+      ContextOptions options;
+      options.device = DeviceKind::cpu;
+      options.cpu_threads = static_cast<int32_t>(threads);
+      Context context(options);
+      run(w, context, "cpu", cpu_queries, json);
+    }
+    if (devices.find("cuda") != std::string::npos) {
+      ContextOptions options;
+      options.device = DeviceKind::cuda;
+      options.cpu_threads = static_cast<int32_t>(threads);
+      Context context(options);
+      run(w, context, "cuda", w.nq(), json);
+    }
+  }
+  if (json) std::fclose(json);
+  return 0;
+}

@@ -1,0 +1,285 @@
+#include "cpp/metric/metric_index.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "cpp/core/error.h"
+#include "cpp/core/thread_pool.h"
+#include "cpp/distance/vectors.h"
+#include "cpp/io/bytes.h"
+#include "cpp/metric/list_of_clusters.h"
+#include "cpp/metric/sss.h"
+
+namespace quiver {
+
+MetricIndex::MetricIndex(Context& context, std::string descriptor, int64_t dim, Metric metric,
+                         const MetricSpec& spec)
+    : Index(context, std::move(descriptor), dim, metric), spec_(spec), objects_(dim) {
+  if (!is_true_metric(metric))
+    fail(Status::unsupported, "descriptor \"", this->descriptor(), "\": ", metric_name(metric),
+         " is not a metric (no triangle inequality); List of Clusters, SSS and metric brute force need L2, L1, "
+         "L-infinity or edit distance");
+  method_ = make_method();
+  if (context.device() == DeviceKind::cuda) {
+    device_copy_ = gpu::make_metric_device(context.gpu(), metric, dim);
+    update_device_copy();
+  }
+}
+
+IndexKind MetricIndex::kind() const {
+  switch (spec_.method) {
+    case gpu::MetricMethod::list_of_clusters: return IndexKind::list_of_clusters;
+    case gpu::MetricMethod::sss: return IndexKind::sss;
+    default: return IndexKind::metric_flat;
+  }
+}
+
+std::unique_ptr<MetricMethod> MetricIndex::make_method() const {
+  switch (spec_.method) {
+    case gpu::MetricMethod::list_of_clusters: return std::make_unique<ListOfClusters>(metric(), spec_.bucket);
+    case gpu::MetricMethod::sss: return std::make_unique<SssPivots>(metric(), spec_.alpha, spec_.max_pivots);
+    default: return std::make_unique<BruteForce>(metric());
+  }
+}
+
+void MetricIndex::update_device_copy() {
+  if (!device_copy_) return;
+  device_copy_current_ = false;
+  try {
+    const Objects objects = objects_.view();
+    if (spec_.method == gpu::MetricMethod::list_of_clusters) {
+      const ListOfClusters::FlatTables tables = static_cast<const ListOfClusters&>(*method_).flat_tables();
+      const gpu::LcTables lc = tables.view();
+      gpu::metric_upload(context().gpu(), *device_copy_, objects, &lc, nullptr);
+    } else if (spec_.method == gpu::MetricMethod::sss) {
+      const gpu::SssTables sss = static_cast<const SssPivots&>(*method_).tables();
+      gpu::metric_upload(context().gpu(), *device_copy_, objects, nullptr, &sss);
+    } else {
+      gpu::metric_upload(context().gpu(), *device_copy_, objects, nullptr, nullptr);
+    }
+    device_copy_current_ = true;
+  } catch (const Error& e) {
+    // The host copy stays authoritative: searches run on the CPU until a later upload fits.
+    if (e.status() != Status::out_of_device_memory) throw;
+  }
+}
+
+// ---- changes ---------------------------------------------------------------------------------------
+
+void MetricIndex::do_add(int64_t n, const float* x, const int64_t* ids) {
+  add_objects(Objects::of_vectors(n, dim(), x), ids);
+}
+
+void MetricIndex::do_add_strings(const Strings& x, const int64_t* ids) { add_objects(Objects::of_strings(x), ids); }
+
+void MetricIndex::add_objects(const Objects& x, const int64_t* ids) {
+  std::vector<int64_t> assigned;
+  const int64_t* new_ids = ids_.check_new(x.n, ids, assigned);
+  IdMap next_ids = ids_;
+  next_ids.append(x.n, new_ids);
+  const int64_t first = count();
+  objects_.append(x);
+  try {
+    // An add as large as the index builds afresh (better clusters, pivots from all the data).
+    if (x.n >= first) {
+      std::unique_ptr<MetricMethod> fresh = make_method();
+      fresh->build(context().pool(), objects_.view());
+      method_ = std::move(fresh);
+    } else {
+      method_->insert(context().pool(), objects_.view(), first);
+    }
+  } catch (...) {
+    std::vector<int64_t> added(static_cast<size_t>(x.n));
+    for (int64_t i = 0; i < x.n; ++i) added[i] = first + i;
+    objects_.erase(added);
+    throw;
+  }
+  std::swap(ids_, next_ids);
+  update_device_copy();
+}
+
+int64_t MetricIndex::do_remove(int64_t n, const int64_t* ids) {
+  const std::vector<int64_t> rows = ids_.rows_of(n, ids);
+  if (rows.empty()) return 0;
+  IdMap kept = ids_.without_rows(rows);
+  ObjectStore objects = objects_;
+  objects.erase(rows);
+  std::unique_ptr<MetricMethod> fresh;
+  if (!method_->erase(rows)) {
+    // A centre or pivot went: the tables are rebuilt over what remains.
+    fresh = make_method();
+    fresh->build(context().pool(), objects.view());
+  }
+  if (fresh) method_ = std::move(fresh);
+  std::swap(objects_, objects);
+  std::swap(ids_, kept);
+  update_device_copy();
+  return static_cast<int64_t>(rows.size());
+}
+
+// ---- searches --------------------------------------------------------------------------------------
+
+void MetricIndex::to_caller_units(const Objects& queries, int64_t q, std::vector<MetricHit>& hits) const {
+  if (metric() == Metric::l2) {
+    const Objects objects = objects_.view();
+    for (MetricHit& h : hits) h.distance = squared_l2(queries.vector(q), objects.vector(h.row), dim());
+  }
+  std::sort(hits.begin(), hits.end());
+}
+
+void MetricIndex::do_search(int64_t nq, const float* queries, int64_t k, const SearchOptions& options,
+                            float* distances, int64_t* ids) const {
+  search_objects(Objects::of_vectors(nq, dim(), queries), k, options, distances, ids);
+}
+
+void MetricIndex::do_search_strings(const Strings& queries, int64_t k, const SearchOptions& options,
+                                    float* distances, int64_t* ids) const {
+  search_objects(Objects::of_strings(queries), k, options, distances, ids);
+}
+
+void MetricIndex::search_objects(const Objects& queries, int64_t k, const SearchOptions& options,
+                                 float* distances, int64_t* ids) const {
+  const int64_t nq = queries.n;
+  std::vector<float> found_distances(static_cast<size_t>(nq * k));
+  std::vector<int64_t> found_rows(static_cast<size_t>(nq * k));
+  const RowAllowed allowed{options.filter.bits ? &options.filter : nullptr, ids_.data()};
+  if (device_copy_current_ && count() > 0) {
+    const std::vector<uint8_t> row_bits = ids_.row_filter_bits(options.filter);
+    const gpu::RowFilter filter{options.filter.bits ? row_bits.data() : nullptr, count()};
+    gpu::metric_knn(context().gpu(), *device_copy_, spec_.method, queries, k, filter, found_distances.data(),
+                    found_rows.data());
+  } else {
+    std::atomic<int64_t> evaluations{0};
+    context().pool().parallel_for(nq, [&](int64_t q) {
+      const QueryDistance query(metric(), queries, q);
+      HitHeap best(k);
+      evaluations += method_->knn(query, objects_.view(), allowed, best);
+      const std::vector<MetricHit> hits = best.take_sorted();
+      for (int64_t j = 0; j < k; ++j) {
+        const bool found = j < static_cast<int64_t>(hits.size());
+        found_distances[q * k + j] = found ? hits[j].distance : std::numeric_limits<float>::infinity();
+        found_rows[q * k + j] = found ? hits[j].row : -1;
+      }
+    });
+    last_evaluations_ = evaluations.load();
+  }
+  // Rows become ids; L2 distances become the exact squared distances the caller expects.
+  for (int64_t q = 0; q < nq; ++q) {
+    std::vector<MetricHit> hits;
+    for (int64_t j = 0; j < k; ++j)
+      if (found_rows[q * k + j] >= 0) hits.push_back({found_distances[q * k + j], found_rows[q * k + j]});
+    to_caller_units(queries, q, hits);
+    for (int64_t j = 0; j < k; ++j) {
+      const bool found = j < static_cast<int64_t>(hits.size());
+      found_distances[q * k + j] = found ? hits[j].distance : std::numeric_limits<float>::infinity();
+      found_rows[q * k + j] = found ? ids_.ids()[hits[j].row] : -1;
+    }
+  }
+  const int64_t distance_bytes = nq * k * static_cast<int64_t>(sizeof(float));
+  const int64_t id_bytes = nq * k * static_cast<int64_t>(sizeof(int64_t));
+  if (context().device() == DeviceKind::cuda) {
+    // The caller's outputs may be device memory.
+    gpu::copy_memory(context().gpu(), distances, found_distances.data(), distance_bytes);
+    gpu::copy_memory(context().gpu(), ids, found_rows.data(), id_bytes);
+  } else {
+    std::copy(found_distances.begin(), found_distances.end(), distances);
+    std::copy(found_rows.begin(), found_rows.end(), ids);
+  }
+}
+
+RangeResult MetricIndex::do_range_search(int64_t nq, const float* queries, float radius,
+                                         const SearchOptions& options) const {
+  return range_objects(Objects::of_vectors(nq, dim(), queries), radius, options);
+}
+
+RangeResult MetricIndex::do_range_search_strings(const Strings& queries, float radius,
+                                                 const SearchOptions& options) const {
+  return range_objects(Objects::of_strings(queries), radius, options);
+}
+
+std::vector<std::vector<MetricHit>> MetricIndex::cpu_range(const Objects& queries, float r,
+                                                           const SearchOptions& options) const {
+  std::vector<std::vector<MetricHit>> hits(static_cast<size_t>(queries.n));
+  const RowAllowed allowed{options.filter.bits ? &options.filter : nullptr, ids_.data()};
+  std::atomic<int64_t> evaluations{0};
+  context().pool().parallel_for(queries.n, [&](int64_t q) {
+    const QueryDistance query(metric(), queries, q);
+    evaluations += method_->range(query, objects_.view(), r, allowed, hits[q]);
+    if (options.max_range_results > 0 && static_cast<int64_t>(hits[q].size()) > options.max_range_results)
+      fail(Status::too_many_results, "range search: query ", q, " has more than max_range_results = ",
+           options.max_range_results, " hits (use a smaller radius or a larger limit)");
+  });
+  last_evaluations_ = evaluations.load();
+  return hits;
+}
+
+std::vector<std::vector<MetricHit>> MetricIndex::gpu_range(const Objects& queries, float r,
+                                                           const SearchOptions& options) const {
+  const std::vector<uint8_t> row_bits = ids_.row_filter_bits(options.filter);
+  const gpu::RowFilter filter{options.filter.bits ? row_bits.data() : nullptr, count()};
+  const int64_t cap = options.max_range_results > 0 ? options.max_range_results : std::numeric_limits<int64_t>::max();
+  const gpu::MetricHits found = gpu::metric_range_search(context().gpu(), *device_copy_, spec_.method, queries, r,
+                                                         filter, cap);
+  std::vector<std::vector<MetricHit>> hits(static_cast<size_t>(queries.n));
+  int64_t evaluations = 0;
+  for (int64_t q = 0; q < queries.n; ++q) {
+    for (int64_t i = found.lims[q]; i < found.lims[q + 1]; ++i) hits[q].push_back({found.distances[i], found.rows[i]});
+    if (q < static_cast<int64_t>(found.evaluations.size())) evaluations += found.evaluations[q];
+  }
+  last_evaluations_ = evaluations;
+  return hits;
+}
+
+RangeResult MetricIndex::range_objects(const Objects& queries, float radius, const SearchOptions& options) const {
+  // L2 radii are squared at the C ABI; the triangle inequality needs the distance itself.
+  const bool squared = metric() == Metric::l2;
+  if (squared && radius < 0.0f) return RangeResult{std::vector<int64_t>(static_cast<size_t>(queries.n + 1), 0), {}, {}};
+  const float r = squared ? std::sqrt(radius) : radius;
+  std::vector<std::vector<MetricHit>> hits =
+      device_copy_current_ && count() > 0 ? gpu_range(queries, r, options) : cpu_range(queries, r, options);
+  RangeResult result;
+  result.lims.push_back(0);
+  for (int64_t q = 0; q < queries.n; ++q) {
+    to_caller_units(queries, q, hits[q]);
+    for (const MetricHit& h : hits[q]) {
+      if (squared && h.distance > radius) continue;  // the square root rounded it in
+      result.ids.push_back(ids_.ids()[h.row]);
+      result.distances.push_back(h.distance);
+    }
+    result.lims.push_back(static_cast<int64_t>(result.ids.size()));
+  }
+  return result;
+}
+
+// ---- memory and files --------------------------------------------------------------------------------
+
+MemoryUse MetricIndex::memory() const {
+  MemoryUse use;
+  use.host_bytes = objects_.memory_bytes() + ids_.memory_bytes() + method_->memory_bytes();
+  if (device_copy_) use.device_bytes = gpu::metric_device_bytes(*device_copy_);
+  return use;
+}
+
+void MetricIndex::save_payload(ByteWriter& out) const {
+  out.array(ids_.data(), count());
+  objects_.save(out);
+  method_->save(out);
+}
+
+void MetricIndex::load_payload(ByteReader& in, int64_t count) {
+  std::vector<int64_t> ids;
+  in.array(ids, count, "ids");
+  IdMap loaded_ids;
+  loaded_ids.assign(std::move(ids));
+  ObjectStore objects(dim());
+  objects.load(in, count);
+  std::unique_ptr<MetricMethod> method = make_method();
+  method->load(in, count);
+  std::swap(ids_, loaded_ids);
+  std::swap(objects_, objects);
+  method_ = std::move(method);
+  update_device_copy();
+}
+
+}  // namespace quiver

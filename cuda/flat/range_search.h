@@ -1,0 +1,25 @@
+// What the last gpu::range_search call of this thread did (range_search.cu), and a knob that makes
+// its hit buffers small, for tests and benchmarks to see and force its paths. CUDA-free.
+#pragma once
+
+#include <cstdint>
+
+namespace quiver::gpu {
+
+struct RangeCallStats {
+  bool tf32 = false;          // the GEMM ran on TF32 tensor cores (else SGEMM)
+  int64_t searches = 0;       // query blocks searched (a block searched again counts again)
+  int64_t overflows = 0;      // searches whose hits did not fit the hit buffer (searched again)
+  int64_t sorts = 0;          // parts sorted and copied to the host (one per block with hits, unless split)
+  int64_t hit_capacity = 0;   // entries of the larger hit buffer at the end
+};
+
+// Zeros for calls that returned before searching (nq = 0, n = 0, negative L2 radius, errors).
+RangeCallStats last_range_call_stats();
+
+// Testing: on this thread, hit buffers of more than `hit_entries` entries and sort buffers of more
+// than `sort_entries` fail as if the device were out of memory, so the paths that search or sort a
+// block in parts run on small data. 0 (the default): no limit.
+void set_range_buffer_limits_for_testing(int64_t hit_entries, int64_t sort_entries);
+
+}  // namespace quiver::gpu

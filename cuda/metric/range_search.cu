@@ -1,0 +1,229 @@
+// gpu_metric.h's metric_range_search: brute force, List of Clusters and SSS, one block per query.
+//
+// Per tile of queries: the method's distances to centres or pivots, then one scan whose hits go to a
+// buffer of `capacity` hits a query, which counts on when full. Counts come back to the host (the
+// cap is checked there), then the hits are packed densely: gathered from the buffer where they fit,
+// found again by a second scan into exactly sized room where they did not (so device memory stays
+// within the tile budget whatever the radius: the pass of a large result costs a second scan, not
+// memory). Each query's hits are sorted by (distance, row) on the host.
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "cpp/backend/gpu_metric.h"
+#include "cpp/core/error.h"
+#include "cuda/core/device_scope.h"
+#include "cuda/core/error.h"
+#include "cuda/core/resources.h"
+#include "cuda/core/transfer.h"
+#include "cuda/metric/metric_device.h"
+#include "cuda/metric/metric_scan.h"
+#include "cuda/metric/search_plan.h"
+
+namespace quiver::gpu {
+
+namespace {
+
+using namespace metric_space;
+
+// The first scan's buffer holds at least this many hits a query (all of them for small spaces).
+constexpr int64_t kMinBufferedHits = 64;
+constexpr int kGatherThreads = 256;
+constexpr int64_t kHitBytes = int64_t(sizeof(int32_t) + sizeof(float));
+
+// Block b copies the first counts[b] hits of slot slots[b]'s buffer to dst at offsets[b].
+__global__ void gather_hits_kernel(const int32_t* rows, const float* distances, int64_t capacity,
+                                   const int32_t* slots, const int64_t* counts, const int64_t* offsets,
+                                   int32_t* dst_rows, float* dst_distances) {
+  const int64_t b = blockIdx.x;
+  const int64_t from = int64_t(slots[b]) * capacity, to = offsets[b];
+  for (int64_t i = threadIdx.x; i < counts[b]; i += blockDim.x) {
+    dst_rows[to + i] = rows[from + i];
+    dst_distances[to + i] = distances[from + i];
+  }
+}
+
+template <typename T>
+PoolBuffer<T> upload(MetricScan& scan, const std::vector<T>& host) {
+  PoolBuffer<T> buffer(scan.resources.pool(), int64_t(host.size()));
+  if (!host.empty())
+    copy_to_device(scan.resources.staging(), scan.resources.device(), buffer.get(), host.data(),
+                   host.size() * sizeof(T), scan.stream);
+  return buffer;
+}
+
+}  // namespace
+
+MetricHits metric_range_search(Resources& resources, const MetricDevice& device, MetricMethod method,
+                               const Objects& queries, float radius, const RowFilter& filter,
+                               int64_t max_hits_per_query) {
+  DeviceScope device_scope(resources.device());
+  require(device.device == resources.device(), "the metric space lives on device ", device.device,
+          ", the resources on ", resources.device());
+  check_metric_objects("queries", queries, device.dim);
+  require(radius >= 0.0f, "radius = ", radius, " is not a distance (negative or NaN)");
+  require(max_hits_per_query >= 0, "max_hits_per_query = ", max_hits_per_query, " is negative (0: no limit)");
+  const Prune prune = prune_of(device, method);
+  const int64_t nq = queries.n, n = device.rows;
+  MetricHits out;
+  out.lims.assign(size_t(nq + 1), 0);
+  out.evaluations.assign(size_t(nq), 0);
+  if (nq == 0 || n == 0) return out;
+
+  Session session(resources);
+  MetricScan scan(resources, device, queries, filter);
+  DevicePool& pool = resources.pool();
+  cudaStream_t stream = scan.stream;
+  const int64_t budget = resources.tile_bytes();
+  const bool lc = prune == Prune::list_of_clusters;
+  const bool sss = prune == Prune::sss && device.pivots > 0;
+  const int64_t fixed_evaluations = lc ? device.clusters : prune == Prune::sss ? device.pivots : 0;
+  const int64_t per_query_bytes = (lc ? device.clusters * 4 + 4 : 0) + (sss ? device.pivots * 4 : 0) + 16;
+
+  for (int64_t t0 = 0; t0 < nq;) {
+    const int64_t t1 = tile_end(scan, t0, nq, per_query_bytes, budget / 2);
+    const int64_t slots = t1 - t0;
+    std::vector<int64_t> block_queries(static_cast<size_t>(slots));
+    std::iota(block_queries.begin(), block_queries.end(), t0);
+    ScanArgs args = scan.args();
+    args.query_base = t0;
+    args.radius = radius;
+
+    // The method's distances to centres (and where a scan stops) or to pivots.
+    PoolBuffer<float> centre_distances, pivot_distances;
+    PoolBuffer<int32_t> stop;
+    if (lc) {
+      centre_distances = PoolBuffer<float>(pool, slots * device.clusters);
+      raw_distances(scan, args, block_queries, device.centre_rows.get(), device.clusters, centre_distances.get(),
+                    budget / 4);
+      stop = PoolBuffer<int32_t>(pool, slots);
+      args.centre_distances = centre_distances.get();
+      args.stop = stop.get();
+      scan.lc_stop(args, slots, stop.get());
+    }
+    if (sss) {
+      pivot_distances = PoolBuffer<float>(pool, slots * device.pivots);
+      raw_distances(scan, args, block_queries, device.pivot_rows.get(), device.pivots, pivot_distances.get(),
+                    budget / 4);
+      args.pivot_distances = pivot_distances.get();
+    }
+    args.prune = prune;
+    args.begin = 0;
+    args.end = n;
+
+    // The scan, into buffers of `capacity` hits.
+    const int64_t capacity = std::clamp<int64_t>(budget / 4 / (slots * kHitBytes), std::min(n, kMinBufferedHits), n);
+    PoolBuffer<int32_t> buffered_rows(pool, slots * capacity);
+    PoolBuffer<float> buffered_distances(pool, slots * capacity);
+    PoolBuffer<unsigned long long> counts(pool, slots), evaluations(pool, slots);
+    QV_CUDA_CHECK(cudaMemsetAsync(counts.get(), 0, size_t(slots) * sizeof(unsigned long long), stream));
+    QV_CUDA_CHECK(cudaMemsetAsync(evaluations.get(), 0, size_t(slots) * sizeof(unsigned long long), stream));
+    ScanArgs first = args;
+    first.hit_rows = buffered_rows.get();
+    first.hit_distances = buffered_distances.get();
+    first.hit_capacity = capacity;
+    first.hit_count = counts.get();
+    first.evaluations = evaluations.get();
+    scan.launch(first, block_queries, budget / 4);
+    std::vector<unsigned long long> count(static_cast<size_t>(slots)), evaluated(static_cast<size_t>(slots));
+    copy_from_device(resources.staging(), resources.device(), count.data(), counts.get(),
+                     count.size() * sizeof(unsigned long long), stream);
+    copy_from_device(resources.staging(), resources.device(), evaluated.data(), evaluations.get(),
+                     evaluated.size() * sizeof(unsigned long long), stream);
+    for (int64_t s = 0; s < slots; ++s) {
+      if (max_hits_per_query > 0 && count[size_t(s)] > static_cast<unsigned long long>(max_hits_per_query))
+        fail(Status::too_many_results, "range search: query ", t0 + s, " has ", count[size_t(s)],
+             " hits within radius ", radius, ", more than max_hits_per_query = ", max_hits_per_query);
+      out.evaluations[size_t(t0 + s)] = int64_t(evaluated[size_t(s)]) + fixed_evaluations;
+    }
+
+    // The hits, packed densely, a group of queries at a time.
+    for (int64_t g0 = 0; g0 < slots;) {
+      int64_t g1 = g0, total = 0;
+      while (g1 < slots && (g1 == g0 || (total + int64_t(count[size_t(g1)])) * kHitBytes <= budget / 2))
+        total += int64_t(count[size_t(g1++)]);
+      std::vector<int32_t> gather_slots, rerun_slots;
+      std::vector<int64_t> gather_counts, gather_offsets, rerun_offsets, rerun_counts, rerun_queries;
+      std::vector<int64_t> offset(static_cast<size_t>(g1 - g0));
+      for (int64_t s = g0, at = 0; s < g1; ++s) {
+        const int64_t c = int64_t(count[size_t(s)]);
+        offset[size_t(s - g0)] = at;
+        if (c == 0) continue;
+        if (c <= capacity) {
+          gather_slots.push_back(int32_t(s));
+          gather_counts.push_back(c);
+          gather_offsets.push_back(at);
+        } else {
+          rerun_slots.push_back(int32_t(s));
+          rerun_counts.push_back(c);
+          rerun_offsets.push_back(at);
+          rerun_queries.push_back(t0 + s);
+        }
+        at += c;
+      }
+      if (total == 0) {
+        for (int64_t s = g0; s < g1; ++s) out.lims[size_t(t0 + s + 1)] = out.lims[size_t(t0 + s)];
+        g0 = g1;
+        continue;
+      }
+      PoolBuffer<int32_t> packed_rows(pool, total);
+      PoolBuffer<float> packed_distances(pool, total);
+      PoolBuffer<int32_t> gather_slot_buffer, rerun_slot_buffer;
+      PoolBuffer<int64_t> gather_count_buffer, gather_offset_buffer, rerun_offset_buffer, rerun_count_buffer;
+      PoolBuffer<unsigned long long> rerun_hit_counts;
+      if (!gather_slots.empty()) {
+        gather_slot_buffer = upload(scan, gather_slots);
+        gather_count_buffer = upload(scan, gather_counts);
+        gather_offset_buffer = upload(scan, gather_offsets);
+        gather_hits_kernel<<<unsigned(gather_slots.size()), kGatherThreads, 0, stream>>>(
+            buffered_rows.get(), buffered_distances.get(), capacity, gather_slot_buffer.get(),
+            gather_count_buffer.get(), gather_offset_buffer.get(), packed_rows.get(), packed_distances.get());
+        QV_LAUNCH_CHECK("metric gather_hits_kernel");
+      }
+      if (!rerun_slots.empty()) {
+        rerun_slot_buffer = upload(scan, rerun_slots);
+        rerun_offset_buffer = upload(scan, rerun_offsets);
+        rerun_count_buffer = upload(scan, rerun_counts);
+        rerun_hit_counts = PoolBuffer<unsigned long long>(pool, int64_t(rerun_slots.size()));
+        QV_CUDA_CHECK(cudaMemsetAsync(rerun_hit_counts.get(), 0, rerun_slots.size() * sizeof(unsigned long long),
+                                      stream));
+        ScanArgs again = args;
+        again.block_slot = rerun_slot_buffer.get();
+        again.hit_rows = packed_rows.get();
+        again.hit_distances = packed_distances.get();
+        again.hit_offset = rerun_offset_buffer.get();
+        again.hit_capacities = rerun_count_buffer.get();
+        again.hit_capacity = 0;
+        again.hit_count = rerun_hit_counts.get();
+        again.evaluations = nullptr;
+        scan.launch(again, rerun_queries, budget / 4);
+      }
+      std::vector<int32_t> rows(static_cast<size_t>(total));
+      std::vector<float> distances(static_cast<size_t>(total));
+      copy_from_device(resources.staging(), resources.device(), rows.data(), packed_rows.get(),
+                       rows.size() * sizeof(int32_t), stream);
+      copy_from_device(resources.staging(), resources.device(), distances.data(), packed_distances.get(),
+                       distances.size() * sizeof(float), stream);
+      std::vector<std::pair<float, int32_t>> hits;
+      for (int64_t s = g0; s < g1; ++s) {
+        const int64_t c = int64_t(count[size_t(s)]), at = offset[size_t(s - g0)];
+        hits.resize(size_t(c));
+        for (int64_t i = 0; i < c; ++i) hits[size_t(i)] = {distances[size_t(at + i)], rows[size_t(at + i)]};
+        std::sort(hits.begin(), hits.end());
+        for (const auto& hit : hits) {
+          out.rows.push_back(hit.second);
+          out.distances.push_back(hit.first);
+        }
+        out.lims[size_t(t0 + s + 1)] = out.lims[size_t(t0 + s)] + c;
+      }
+      g0 = g1;
+    }
+    t0 = t1;
+  }
+  session.finish();
+  return out;
+}
+
+}  // namespace quiver::gpu
