@@ -3,11 +3,13 @@
 //   words    a word list (one per line, e.g. wspanish's /usr/share/dict/spanish) split 80/20 into
 //            base and queries (every third query with one or two random edits), edit distance, radii 1-3
 //   vectors  synthetic low-intrinsic-dimension vectors (an 8-dimensional Gaussian mapped linearly into
-//            128 dimensions, plus small noise), L2, radii returning 0.01%, 0.1% and 1% of the base
+//            128 dimensions, plus small noise), radii returning 0.01%, 0.1% and 1% of the base; L2
+//            (where "Flat" is the GEMM engine) and, with --l1, L1 (where "Flat" is the metric-space
+//            brute force, one block a query, the paper's baseline)
 // Times are wall clock around whole batch calls (the GPU calls block until results are on the host),
 // warm, the median of 3 runs; the CPU uses --threads threads.
 //
-// usage: metric_bench [--words FILE] [--vectors N] [--devices cpu,cuda] [--threads 2]
+// usage: metric_bench [--words FILE] [--vectors N] [--l1 1] [--devices cpu,cuda] [--threads 2]
 //                     [--cpu-queries 2000] [--json FILE]
 // Built and run by bench/metric_bench.sh.
 #include <algorithm>
@@ -81,7 +83,7 @@ Workload words_workload(const std::string& path) {
   return w;
 }
 
-Workload vector_workload(int64_t n, int64_t nq) {
+Workload vector_workload(int64_t n, int64_t nq, Metric metric) {
   const int64_t dim = 128, intrinsic = 8;
   std::mt19937_64 rng(7);
   std::normal_distribution<float> g(0.0f, 1.0f);
@@ -101,19 +103,19 @@ Workload vector_workload(int64_t n, int64_t nq) {
     return x;
   };
   Workload w;
-  w.name = "synth-lowdim";
-  w.metric = Metric::l2;
+  w.name = metric == Metric::l2 ? "synth-lowdim" : "synth-lowdim-L1";
+  w.metric = metric;
   w.dim = dim;
   w.base_vectors = make(n);
   w.query_vectors = make(nq);
-  // Radii from the pooled squared distances of 50 queries to every base vector.
+  // Radii from the pooled distances (squared for L2) of 50 queries to every base vector.
   std::vector<float> pooled;
   for (int64_t q = 0; q < 50; ++q)
     for (int64_t i = 0; i < n; ++i) {
       float s = 0;
       for (int64_t j = 0; j < dim; ++j) {
         const float d = w.query_vectors[q * dim + j] - w.base_vectors[i * dim + j];
-        s += d * d;
+        s += metric == Metric::l2 ? d * d : std::fabs(d);
       }
       pooled.push_back(s);
     }
@@ -126,7 +128,7 @@ Workload vector_workload(int64_t n, int64_t nq) {
 }
 
 void run(const Workload& w, Context& context, const char* device, int64_t nq, FILE* json) {
-  // "Flat" is brute force: the metric kind for strings, the GEMM engine for L2 vectors.
+  // "Flat" is brute force: the metric kind for strings and L1, the GEMM engine for L2 vectors.
   const std::vector<std::string> descriptors{"Flat", "LC32", "LC128", "SSS0.5", "SSS0.3"};
   nq = std::min(nq, w.nq());
   for (const std::string& descriptor : descriptors) {
@@ -170,12 +172,13 @@ void run(const Workload& w, Context& context, const char* device, int64_t nq, FI
 
 int main(int argc, char** argv) {
   std::string words_path, json_path, devices = "cpu";
-  int64_t vectors = 0, threads = 2, cpu_queries = 2000;
+  int64_t vectors = 0, threads = 2, cpu_queries = 2000, l1 = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--words") words_path = argv[i + 1];
     else if (a == "--vectors") vectors = std::atoll(argv[i + 1]);
     else if (a == "--devices") devices = argv[i + 1];
+    else if (a == "--l1") l1 = std::atoll(argv[i + 1]);
     else if (a == "--threads") threads = std::atoll(argv[i + 1]);
     else if (a == "--cpu-queries") cpu_queries = std::atoll(argv[i + 1]);
     else if (a == "--json") json_path = argv[i + 1];
@@ -183,7 +186,8 @@ int main(int argc, char** argv) {
   FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "a");
   std::vector<Workload> workloads;
   if (!words_path.empty()) workloads.push_back(words_workload(words_path));
-  if (vectors > 0) workloads.push_back(vector_workload(vectors, 10000));
+  if (vectors > 0) workloads.push_back(vector_workload(vectors, 10000, Metric::l2));
+  if (vectors > 0 && l1) workloads.push_back(vector_workload(vectors, 10000, Metric::l1));
   std::printf("metric_bench: devices %s, CPU threads %lld, CPU queries %lld (GPU: all)\n", devices.c_str(),
               (long long)threads, (long long)cpu_queries);
   for (const Workload& w : workloads) {

@@ -107,12 +107,34 @@ bool SssPivots::excluded(int64_t row, const std::vector<float>& dq, float r) con
 int64_t SssPivots::range(const QueryDistance& query, const Objects& objects, float r, const RowAllowed& allowed,
                          std::vector<MetricHit>& hits) const {
   const std::vector<float> dq = pivot_distances(query, objects);
-  int64_t evaluations = pivots();
-  for (int64_t row = 0; row < rows_; ++row) {
-    if (!allowed(row) || excluded(row, dq, r)) continue;
-    ++evaluations;
-    const float d = query.within(objects, row, r);
-    if (d <= r) hits.push_back({d, row});
+  const int64_t count = pivots();
+  const bool exact = metric() == Metric::edit;
+  int64_t evaluations = count;
+  // Rows a block at a time, pivot by pivot: most rows fall to the first few pivots, and the block's
+  // table rows stay in cache while the survivors shrink.
+  constexpr int64_t kBlock = 256;
+  int64_t survivors[kBlock];
+  for (int64_t begin = 0; begin < rows_; begin += kBlock) {
+    const int64_t end = std::min(rows_, begin + kBlock);
+    int64_t kept = 0;
+    for (int64_t row = begin; row < end; ++row) survivors[kept++] = row;
+    for (int64_t p = 0; p < count && kept > 0; ++p) {
+      int64_t next = 0;
+      for (int64_t i = 0; i < kept; ++i) {
+        const float t = table_[survivors[i] * count + p];
+        // |t - dq| > r excludes; beyond rounding for float distances (slack on t + dq >= the bound).
+        const float limit = exact ? r : r + pruning_slack(metric(), t + dq[p] + r);
+        survivors[next] = survivors[i];
+        next += std::fabs(t - dq[p]) <= limit ? 1 : 0;
+      }
+      kept = next;
+    }
+    for (int64_t i = 0; i < kept; ++i) {
+      if (!allowed(survivors[i])) continue;
+      ++evaluations;
+      const float d = query.within(objects, survivors[i], r);
+      if (d <= r) hits.push_back({d, survivors[i]});
+    }
   }
   return evaluations;
 }

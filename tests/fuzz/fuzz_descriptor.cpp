@@ -7,8 +7,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
-  const int64_t dim = 1 + data[0] % 64;  // 1 .. 64: small dims keep each create cheap
-  const qv_metric_t metric = static_cast<qv_metric_t>(data[1] % 4);  // 3: an invalid metric
+  const qv_metric_t metric = static_cast<qv_metric_t>(data[1] % 7);  // 6: an invalid metric
+  // 1 .. 64: small dims keep each create cheap; edit distance indexes hold strings (dim 0).
+  const int64_t dim = metric == QV_METRIC_EDIT ? 0 : 1 + data[0] % 64;
   const std::string descriptor(reinterpret_cast<const char*>(data + 2), size - 2);  // c_str() cuts at a NUL
   qv_index_t* index = nullptr;
   if (qv_index_create(qvfuzz::cpu_context(), descriptor.c_str(), dim, metric, &index) != QV_OK) {

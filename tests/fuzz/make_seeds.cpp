@@ -52,7 +52,8 @@ struct Seed {
 void save_index(const std::string& dir, const Seed& seed) {
   qv_index_t* index = nullptr;
   check(qv_index_create(qvfuzz::cpu_context(), seed.descriptor, kDim, seed.metric, &index), seed.name);
-  if (std::strncmp(seed.descriptor, "Flat", 4) != 0 && std::strncmp(seed.descriptor, "Graph", 5) != 0) {
+  const bool needs_training = std::strncmp(seed.descriptor, "IVF", 3) == 0 || std::strncmp(seed.descriptor, "OPQ", 3) == 0;
+  if (needs_training) {
     const std::vector<float> train = vectors(kTrainRows, 1);
     check(qv_index_train(index, kTrainRows, train.data()), seed.name);
   }
@@ -65,6 +66,29 @@ void save_index(const std::string& dir, const Seed& seed) {
   size_t size = 0;
   check(qv_index_save_buffer(index, &data, &size), seed.name);
   write_file(dir + "/" + seed.name + ".qvix", data, size);
+  qv_buffer_free(data);
+  qv_index_free(index);
+}
+
+// Byte strings for edit-distance indexes: kRows words of 0 .. 11 bytes, every byte value possible.
+void save_string_index(const std::string& dir, const char* name, const char* descriptor, bool remove_one) {
+  qv_index_t* index = nullptr;
+  check(qv_index_create(qvfuzz::cpu_context(), descriptor, 0, QV_METRIC_EDIT, &index), name);
+  std::vector<int64_t> offsets{0};
+  std::vector<uint8_t> bytes;
+  uint32_t state = 5;
+  for (int64_t i = 0; i < kRows; ++i) {
+    state = state * 1664525u + 1013904223u;
+    for (uint32_t j = 0; j < (state >> 28) % 12; ++j) bytes.push_back(static_cast<uint8_t>((state >> (j % 24)) & 0xFF));
+    offsets.push_back(static_cast<int64_t>(bytes.size()));
+  }
+  check(qv_index_add_strings(index, kRows, offsets.data(), bytes.data(), nullptr), name);
+  const int64_t removed = 3;
+  if (remove_one) check(qv_index_remove(index, 1, &removed, nullptr), name);
+  void* data = nullptr;
+  size_t size = 0;
+  check(qv_index_save_buffer(index, &data, &size), name);
+  write_file(dir + "/" + name + ".qvix", data, size);
   qv_buffer_free(data);
   qv_index_free(index);
 }
@@ -155,11 +179,13 @@ void idx_seeds(const std::string& dir) {
 void descriptor_seeds(const std::string& dir) {
   static const char* forms[] = {"Flat", "IVF16,Flat", "IVF16,Flat,HostIds", "IVF16,PQ4", "IVF16,PQ4,Refine",
                                 "IVF16,PQ4,Refine,HostIds", "OPQ4,IVF16,PQ4", "OPQ4,IVF16,PQ4,Refine",
-                                "Graph8", "Graph8,K16"};
+                                "Graph8", "Graph8,K16", "LC8", "SSS0.5", "SSS0.5,P4"};
   int n = 0;
   for (const char* form : forms) {
-    // Byte 0: dim - 1 (15: dim 16, which every M above divides); byte 1: the metric.
-    std::string bytes = std::string("\x0f") + static_cast<char>(n % 3) + form;
+    // Byte 0: dim - 1 (15: dim 16, which every M above divides); byte 1: the metric (edit distance
+    // for the metric-space kinds).
+    const bool metric_space = std::strncmp(form, "LC", 2) == 0 || std::strncmp(form, "SSS", 3) == 0;
+    std::string bytes = std::string("\x0f") + static_cast<char>(metric_space ? QV_METRIC_EDIT : n % 3) + form;
     write_file(dir + "/" + std::to_string(n++) + "_" + form, bytes.data(), bytes.size());
   }
 }
@@ -184,10 +210,16 @@ int main(int argc, char** argv) {
       {"ivf_flat_hostids", "IVF16,Flat,HostIds", QV_METRIC_L2, true, true},
       {"graph8", "Graph8", QV_METRIC_L2, false, false},
       {"graph8_ids_removed", "Graph8", QV_METRIC_COSINE, true, true},
+      {"lc4_l1", "LC4", QV_METRIC_L1, true, true},
+      {"sss_linf", "SSS0.5,P6", QV_METRIC_LINF, false, false},
+      {"flat_l1", "Flat", QV_METRIC_L1, false, true},
   };
   for (const Seed& seed : seeds) save_index(load, seed);
   save_empty(load, "ivf_pq_untrained", "IVF16,PQ4");
   save_empty(load, "graph8_empty", "Graph8");
+  save_string_index(load, "strings_flat", "Flat", false);
+  save_string_index(load, "strings_lc4", "LC4", true);
+  save_string_index(load, "strings_sss", "SSS0.4", true);
   descriptor_seeds(root + "/fuzz_descriptor");
   texmex_seeds(root + "/fuzz_texmex");
   npy_seeds(root + "/fuzz_npy");
