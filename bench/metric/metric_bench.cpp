@@ -9,8 +9,9 @@
 // Times are wall clock around whole batch calls (the GPU calls block until results are on the host),
 // warm, the median of 3 runs; the CPU uses --threads threads.
 //
-// usage: metric_bench [--words FILE] [--vectors N] [--l1 1] [--devices cpu,cuda] [--threads 2]
-//                     [--cpu-queries 2000] [--json FILE]
+//   fvecs    a base and query set in .fvecs files (--name it, e.g. fashion-mnist), L2, the same radii
+// usage: metric_bench [--words FILE] [--vectors N] [--l1 1] [--base-fvecs F --query-fvecs F --name S]
+//                     [--devices cpu,cuda] [--threads 2] [--cpu-queries 2000] [--json FILE]
 // Built and run by bench/metric_bench.sh.
 #include <algorithm>
 #include <chrono>
@@ -83,6 +84,59 @@ Workload words_workload(const std::string& path) {
   return w;
 }
 
+std::vector<float> read_fvecs(const std::string& path, int64_t* dim) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) {
+    std::fprintf(stderr, "cannot open %s\n", path.c_str());
+    std::exit(1);
+  }
+  std::vector<float> out;
+  int32_t d = 0;
+  while (std::fread(&d, 4, 1, f) == 1) {
+    const size_t at = out.size();
+    out.resize(at + size_t(d));
+    if (std::fread(out.data() + at, 4, size_t(d), f) != size_t(d)) break;
+  }
+  std::fclose(f);
+  *dim = d;
+  return out;
+}
+
+// Radii (squared for L2) returning 0.01%, 0.1% and 1% of the base, from the pooled distances of
+// 50 queries to every base vector.
+void pick_radii(Workload& w) {
+  const int64_t n = w.n(), dim = w.dim;
+  std::vector<float> pooled;
+  for (int64_t q = 0; q < std::min<int64_t>(50, w.nq()); ++q)
+    for (int64_t i = 0; i < n; ++i) {
+      float s = 0;
+      for (int64_t j = 0; j < dim; ++j) {
+        const float d = w.query_vectors[q * dim + j] - w.base_vectors[i * dim + j];
+        s += w.metric == Metric::l2 ? d * d : std::fabs(d);
+      }
+      pooled.push_back(s);
+    }
+  std::sort(pooled.begin(), pooled.end());
+  for (double fraction : {0.0001, 0.001, 0.01}) {
+    w.radii.push_back(pooled[static_cast<size_t>(fraction * (pooled.size() - 1))]);
+    w.radius_names.push_back(fraction == 0.0001 ? "0.01%" : fraction == 0.001 ? "0.1%" : "1%");
+  }
+}
+
+// A data set in .fvecs files (e.g. Fashion-MNIST converted), the first nq queries.
+Workload fvecs_workload(const std::string& name, const std::string& base, const std::string& queries, int64_t nq,
+                        Metric metric) {
+  Workload w;
+  w.name = metric == Metric::l2 ? name : name + "-L1";
+  w.metric = metric;
+  int64_t qdim = 0;
+  w.base_vectors = read_fvecs(base, &w.dim);
+  w.query_vectors = read_fvecs(queries, &qdim);
+  w.query_vectors.resize(static_cast<size_t>(std::min(w.nq(), nq) * w.dim));
+  pick_radii(w);
+  return w;
+}
+
 Workload vector_workload(int64_t n, int64_t nq, Metric metric) {
   const int64_t dim = 128, intrinsic = 8;
   std::mt19937_64 rng(7);
@@ -108,22 +162,7 @@ Workload vector_workload(int64_t n, int64_t nq, Metric metric) {
   w.dim = dim;
   w.base_vectors = make(n);
   w.query_vectors = make(nq);
-  // Radii from the pooled distances (squared for L2) of 50 queries to every base vector.
-  std::vector<float> pooled;
-  for (int64_t q = 0; q < 50; ++q)
-    for (int64_t i = 0; i < n; ++i) {
-      float s = 0;
-      for (int64_t j = 0; j < dim; ++j) {
-        const float d = w.query_vectors[q * dim + j] - w.base_vectors[i * dim + j];
-        s += metric == Metric::l2 ? d * d : std::fabs(d);
-      }
-      pooled.push_back(s);
-    }
-  std::sort(pooled.begin(), pooled.end());
-  for (double fraction : {0.0001, 0.001, 0.01}) {
-    w.radii.push_back(pooled[static_cast<size_t>(fraction * (pooled.size() - 1))]);
-    w.radius_names.push_back(fraction == 0.0001 ? "0.01%" : fraction == 0.001 ? "0.1%" : "1%");
-  }
+  pick_radii(w);
   return w;
 }
 
@@ -171,13 +210,16 @@ void run(const Workload& w, Context& context, const char* device, int64_t nq, FI
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string words_path, json_path, devices = "cpu";
+  std::string words_path, json_path, devices = "cpu", base_fvecs, query_fvecs, fvecs_name = "fvecs";
   int64_t vectors = 0, threads = 2, cpu_queries = 2000, l1 = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--words") words_path = argv[i + 1];
     else if (a == "--vectors") vectors = std::atoll(argv[i + 1]);
     else if (a == "--devices") devices = argv[i + 1];
+    else if (a == "--base-fvecs") base_fvecs = argv[i + 1];
+    else if (a == "--query-fvecs") query_fvecs = argv[i + 1];
+    else if (a == "--name") fvecs_name = argv[i + 1];
     else if (a == "--l1") l1 = std::atoll(argv[i + 1]);
     else if (a == "--threads") threads = std::atoll(argv[i + 1]);
     else if (a == "--cpu-queries") cpu_queries = std::atoll(argv[i + 1]);
@@ -188,6 +230,7 @@ int main(int argc, char** argv) {
   if (!words_path.empty()) workloads.push_back(words_workload(words_path));
   if (vectors > 0) workloads.push_back(vector_workload(vectors, 10000, Metric::l2));
   if (vectors > 0 && l1) workloads.push_back(vector_workload(vectors, 10000, Metric::l1));
+  if (!base_fvecs.empty()) workloads.push_back(fvecs_workload(fvecs_name, base_fvecs, query_fvecs, 10000, Metric::l2));
   std::printf("metric_bench: devices %s, CPU threads %lld, CPU queries %lld (GPU: all)\n", devices.c_str(),
               (long long)threads, (long long)cpu_queries);
   for (const Workload& w : workloads) {
