@@ -16,6 +16,7 @@ packages=(
   golang-go              # the Go binding (bindings/go)
   python3                # bench/ and scripts
   dataset-fashion-mnist  # the data set of scripts/demo.sh
+  abigail-tools          # abidw / abidiff for scripts/check_abi.sh
   wspanish               # Spanish word list: the metric-space benchmark's strings (bench/metric)
 )
 # The Rust binding needs cargo; one from rustup (~/.cargo/bin) serves as well as Debian's.

@@ -7,6 +7,7 @@
 #                   through find_package (both targets) and pkg-config (shared and --static)
 #   4. build-asan/  CPU-only, AddressSanitizer + UndefinedBehaviorSanitizer, -O1
 #   5. ctest        cpu, capi, header and examples suites under the sanitizers
+#      abi          scripts/check_abi.sh: build-asan's libquiver.so (with DWARF) against abi/libquiver.abi
 #   6. bindings     scripts/check_parity.sh, cargo test (bindings/rust), go vet and go test -race
 #                   (bindings/go), each when it exists
 #   7. fuzz         scripts/fuzz.sh: each libFuzzer target (tests/fuzz) for 60 s (QUIVER_FUZZ_SECONDS)
@@ -109,8 +110,10 @@ if step configure-asan cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInf
        "${launcher[@]}" &&
    step build-asan cmake --build build-asan -j "$jobs"; then
   step tests-asan run_ctest build-asan -L 'cpu|capi|header|examples'
+  step abi scripts/check_abi.sh build-asan/libquiver.so
 else
   skip tests-asan "the sanitizer build failed"
+  skip abi "the sanitizer build failed"
 fi
 
 # ---- 6. bindings ---------------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "cpp/backend/gpu.h"
 #include "cpp/core/compute_mode.h"
@@ -110,5 +111,37 @@ struct IvfSearchOptions {
 // or -inf (inner product). k: 1 .. 2048.
 void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const float* queries,
                 int64_t k, const IvfSearchOptions& options, float* distances, int64_t* ids);
+
+// Range search results by id, CSR (host memory): query q's hits are ids[lims[q] .. lims[q + 1]) with
+// their distances, closest first (L2: ascending; inner product: descending), ties to the smaller id.
+struct IvfRangeHits {
+  std::vector<int64_t> lims;  // nq + 1
+  std::vector<int64_t> ids;
+  std::vector<float> distances;
+};
+
+// Every entry of the nprobe closest lists of each of nq queries (nq x dim, host or device; caller
+// space, as ivf_search) within `radius`: L2, squared distance <= radius (a negative radius finds
+// nothing); inner product, similarity >= radius. The lists probed are those ivf_search probes (same
+// coarse quantization). Distances, in float32:
+//   IVF-Flat         exact, to the stored vector (rotated space with OPQ): the sum over i in order
+//                    of (x_i - y_i)^2, or of x_i y_i, each lane of a warp summing every 32nd term and
+//                    the lanes' sums added by a butterfly;
+//   IVF-PQ keep_raw  the same, to the raw vector in the caller's space (",Refine");
+//   IVF-PQ           the same, to the decoded vector (list centroid + PQ reconstruction of the
+//                    residual), which is what the look-up tables sum to.
+// The CPU (cpp/index/ivf_range.h) sums in another order (SIMD lanes; PQ by tables), so its hits are
+// the same except entries within float rounding of the radius, and distances agree to rounding.
+// options: nprobe and the filter as for ivf_search (mode and refine_k ignored). max_results: the
+// most hits one query may have, 0 for no limit; a query with more fails the call with
+// too_many_results naming the query and the limit, checked once the query's hits are counted on
+// the device, before any are stored.
+// How: per tile of queries, the coarse quantization of ivf_search, a kernel counting each query's
+// hits (a warp per entry), then blocks of queries whose hits fit a bounded buffer are scanned again
+// to store them as (distance, slot) keys, sorted per query on the device and copied to the host, so
+// device memory stays bounded whatever the radius (about 24 bytes per hit of a block, a block
+// holding at least one query). Blocks until the results are on the host; keeps no caller pointer.
+IvfRangeHits ivf_range_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const float* queries,
+                              float radius, const IvfSearchOptions& options, int64_t max_results);
 
 }  // namespace quiver::gpu

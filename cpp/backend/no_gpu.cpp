@@ -98,6 +98,11 @@ void ivf_search(Resources&, const IvfDevice&, int64_t, const float*, int64_t, co
   no_cuda("GPU inverted-file index");
 }
 
+IvfRangeHits ivf_range_search(Resources&, const IvfDevice&, int64_t, const float*, float, const IvfSearchOptions&,
+                              int64_t) {
+  no_cuda("GPU inverted-file index");
+}
+
 GraphDevice* graph_create(Resources&, int64_t, Metric) { no_cuda("GPU graph search"); }
 
 void graph_free(GraphDevice*) noexcept {}

@@ -10,6 +10,13 @@
 
 namespace quiver {
 
+namespace {
+
+// The most lists the device's coarse selection probes (gpu_ivf.h's k bound), short of all of them.
+constexpr int64_t kMaxDeviceProbes = 2048;
+
+}  // namespace
+
 GpuIvfIndex::GpuIvfIndex(Context& context, std::string descriptor, int64_t dim, Metric metric,
                          const IvfSpec& spec)
     : Index(context, std::move(descriptor), dim, metric), spec_(spec) {}
@@ -72,6 +79,21 @@ RangeResult GpuIvfIndex::do_range_search(int64_t nq, const float* queries, float
                                          const SearchOptions& options) const {
   const int64_t nprobe = resolve_nprobe(options.nprobe, model_->nlist);
   const IvfModel& model = *model_;
+  if (nprobe <= kMaxDeviceProbes || nprobe == model.nlist) {
+    gpu::IvfSearchOptions o;
+    o.nprobe = nprobe;
+    o.filter_bits = options.filter.bits;
+    o.filter_nbits = options.filter.nbits;
+    gpu::IvfRangeHits hits =
+        gpu::ivf_range_search(context().gpu(), *ivf_, nq, queries, radius, o, options.max_range_results);
+    RangeResult result;
+    result.lims = std::move(hits.lims);
+    result.ids = std::move(hits.ids);
+    result.distances = std::move(hits.distances);
+    return result;
+  }
+  // More probes than the device's coarse selection takes (and not every list): the CPU, over host
+  // copies of the lists.
   InvertedLists lists(model.nlist, list_layout(model));
   StoredList stored;
   std::vector<int64_t> list_numbers;

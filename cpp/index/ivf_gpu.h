@@ -5,7 +5,12 @@
 //
 // Saved files are those of the CPU kind (ivf_payload.h): the lists are read back from the device
 // and stored with the same codes, so an index moves between CPU and GPU by save and load.
-// Range search runs on the CPU (ivf_range.h) over host copies of the lists: the backend has none.
+// Range search runs on the device (gpu::ivf_range_search) for IVF-Flat and IVF-PQ, with or without
+// ",Refine": the same lists probed and the same hits as the CPU kind's (ivf_range.h), distances in
+// float32 summed in another order (so hits within rounding of the radius may differ; IVF-PQ without
+// ",Refine" computes the distance to the decoded vector rather than summing look-up tables). Only an
+// nprobe above 2048 and below nlist (beyond the device's coarse selection) falls back to the CPU over
+// host copies of the lists.
 #pragma once
 
 #include <memory>

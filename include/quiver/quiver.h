@@ -352,8 +352,9 @@ typedef struct qv_range_result qv_range_result_t;
  * queries: nq x dim floats, finite. params: NULL or initialised (filter applies; nprobe for IVF).
  * IVF indexes return the hits among the nprobe nearest lists: exact float32 distances for IVF-Flat
  * and for IVF-PQ with ",Refine" (all entries of those lists checked against their raw vectors), PQ
- * distances otherwise. On a CUDA context "Flat" range search runs on the GPU (exact, as on the
- * CPU); IVF range search runs on the CPU over a host copy of the lists.
+ * distances otherwise. On a CUDA context range search runs on the GPU: "Flat" exactly as on the CPU;
+ * IVF kinds over the same nprobe lists (float32 sums in another order than the CPU's, so hits within
+ * rounding of the radius may differ; IVF-PQ distances to the decoded vectors agree to about 1e-4).
  * *out receives a new result owned by the caller (qv_range_result_free).
  * Concurrent calls on one index are safe. Returns QV_OK, QV_ERR_INVALID_ARGUMENT (also a NaN radius),
  * QV_ERR_NOT_TRAINED, QV_ERR_TOO_MANY_RESULTS, QV_ERR_OUT_OF_*_MEMORY. */
