@@ -30,7 +30,7 @@ fi
 # Only what the public header declares: the exported functions and the types they reach.
 dump() {
   abidw --exported-interfaces-only --headers-dir "$root/include/quiver" --drop-private-types \
-    --no-corpus-path --no-comp-dir-path "$1"
+    --no-corpus-path --no-comp-dir-path --no-show-locs "$1"
 }
 
 if [[ $update -eq 1 ]]; then
