@@ -30,7 +30,7 @@ fi
 # Only what the public header declares: the exported functions and the types they reach.
 dump() {
   abidw --exported-interfaces-only --headers-dir "$root/include/quiver" --drop-private-types \
-    --no-corpus-path --no-comp-dir-path --no-show-locs "$1"
+    --no-corpus-path --no-comp-dir-path --no-show-locs "$1" | sed "s|$root/||g"
 }
 
 if [[ $update -eq 1 ]]; then
