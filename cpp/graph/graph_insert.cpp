@@ -7,9 +7,21 @@
 
 namespace quiver {
 
+void InsertUndo::restore(FixedDegreeGraph& graph) const {
+  const size_t degree = static_cast<size_t>(graph.degree);
+  for (size_t i = rows.size(); i-- > 0;)
+    std::copy(values.begin() + i * degree, values.begin() + (i + 1) * degree, graph.row(rows[i]));
+}
+
 void insert_rows(FixedDegreeGraph& graph, Metric metric, const float* vectors, int64_t dim,
                  const std::vector<int32_t>& entries, int64_t first, const uint8_t* removed,
-                 const InsertParams& params) {
+                 const InsertParams& params, InsertUndo& undo) {
+  // Saves an old row before it changes (a new row needs no saving: the caller drops them all).
+  const auto save = [&](int32_t q) {
+    if (q >= first) return;
+    undo.rows.push_back(q);
+    undo.values.insert(undo.values.end(), graph.row(q), graph.row(q) + graph.degree);
+  };
   const int32_t entry = entries.front();
   GraphView view;
   view.graph = &graph;
@@ -43,6 +55,7 @@ void insert_rows(FixedDegreeGraph& graph, Metric metric, const float* vectors, i
     bool reachable = false;
     for (int32_t j = 0; j < chosen; ++j) {
       const int32_t q = graph.row(p)[j];
+      save(q);
       int32_t* q_row = graph.row(q);
       const int32_t used = graph.used(q);
       if (used < degree) {
@@ -68,6 +81,7 @@ void insert_rows(FixedDegreeGraph& graph, Metric metric, const float* vectors, i
     if (!reachable) {
       if (chosen == 0) graph.row(p)[0] = entry;
       const int32_t anchor = graph.row(p)[0];
+      save(anchor);
       const int32_t used = graph.used(anchor);
       graph.row(anchor)[used < degree ? used : degree - 1] = static_cast<int32_t>(p);
     }

@@ -20,12 +20,22 @@ struct InsertParams {
   int64_t width = 128;  // pool of the search for candidates
 };
 
+// The rows before `first` that an insertion changed, as they were, so a failed insertion (out of
+// memory part way) can be undone: rows[i]'s old content is values[i * degree, (i + 1) * degree).
+struct InsertUndo {
+  std::vector<int32_t> rows;
+  std::vector<int32_t> values;
+  void restore(FixedDegreeGraph& graph) const;
+};
+
 // graph: rows [first, graph.rows) are new and empty; vectors covers every row (normalised for
 // cosine). removed: per row, nonzero for tombstones (never chosen as neighbours), or null.
 // Allocates only small per-call buffers.
 // entries: where the searches start (graph_build.h), at least one.
+// undo: receives each old row before its first change (saved before the change, so an exception
+// thrown anywhere leaves undo able to restore every changed row).
 void insert_rows(FixedDegreeGraph& graph, Metric metric, const float* vectors, int64_t dim,
                  const std::vector<int32_t>& entries, int64_t first, const uint8_t* removed,
-                 const InsertParams& params);
+                 const InsertParams& params, InsertUndo& undo);
 
 }  // namespace quiver

@@ -122,7 +122,6 @@ void GraphIndex::insert(int64_t n, const float* x, const int64_t* new_ids) {
   vectors_.reserve(static_cast<size_t>((first + n) * dim()));
   removed_.reserve(static_cast<size_t>(first + n));
   graph_.adjacency.reserve(static_cast<size_t>((first + n) * spec_.degree));
-  ids_.append(n, new_ids);
   vectors_.insert(vectors_.end(), x, x + n * dim());
   removed_.insert(removed_.end(), static_cast<size_t>(n), 0);
   graph_.adjacency.insert(graph_.adjacency.end(), static_cast<size_t>(n * spec_.degree), kEmptySlot);
@@ -130,8 +129,20 @@ void GraphIndex::insert(int64_t n, const float* x, const int64_t* new_ids) {
   InsertParams params;
   params.prune.degree = spec_.degree;
   params.width = kInsertWidthFactor * std::max<int64_t>(kDefaultGraphSearchWidth, spec_.degree);
-  insert_rows(graph_, metric(), vectors_.data(), dim(), entries_, first,
-              removed_count_ > 0 ? removed_.data() : nullptr, params);
+  InsertUndo undo;
+  try {
+    insert_rows(graph_, metric(), vectors_.data(), dim(), entries_, first,
+                removed_count_ > 0 ? removed_.data() : nullptr, params, undo);
+    ids_.append(n, new_ids);
+  } catch (...) {
+    // Out of memory part way: the old rows get their edges back, the new rows go.
+    undo.restore(graph_);
+    vectors_.resize(static_cast<size_t>(first * dim()));
+    removed_.resize(static_cast<size_t>(first));
+    graph_.adjacency.resize(static_cast<size_t>(first * spec_.degree));
+    graph_.rows = first;
+    throw;
+  }
   update_device_copy();
 }
 
