@@ -19,8 +19,9 @@ void insert_rows(FixedDegreeGraph& graph, Metric metric, const float* vectors, i
   // Saves an old row before it changes (a new row needs no saving: the caller drops them all).
   const auto save = [&](int32_t q) {
     if (q >= first) return;
-    undo.rows.push_back(q);
+    // Values first: if the row number then fails to fit, restore() never reads the extra values.
     undo.values.insert(undo.values.end(), graph.row(q), graph.row(q) + graph.degree);
+    undo.rows.push_back(q);
   };
   const int32_t entry = entries.front();
   GraphView view;
