@@ -79,6 +79,10 @@ void release_cached_memory(Resources& resources);
 // Copies bytes between any two of host and device memory (either side may be either), blocking.
 void copy_memory(Resources& resources, void* dst, const void* src, int64_t bytes);
 
+// Testing: the n-th device allocation request from now (any Resources, any thread) fails with
+// out_of_device_memory; n <= 0 disarms. Lets tests reach every out-of-memory path of a call.
+void fail_device_allocation_at(int64_t n);
+
 // ---- vectors kept on the device --------------------------------------------------------------------
 
 // The stored vectors of a GPU index: rows x dim floats, row-major, and each row's squared L2 norm,

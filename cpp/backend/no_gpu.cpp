@@ -18,6 +18,8 @@ namespace {
 
 int device_count() { return 0; }
 
+void fail_device_allocation_at(int64_t) {}
+
 std::string unavailable_reason() { return "this build of quiver has no CUDA backend (QUIVER_CUDA=OFF)"; }
 
 bool is_device_pointer(const void*) { return false; }

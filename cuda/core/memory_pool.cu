@@ -5,6 +5,7 @@
 #include "cpp/core/error.h"
 #include "cuda/core/device_scope.h"
 #include "cuda/core/error.h"
+#include "cuda/core/fault_injection.h"
 
 namespace quiver::gpu {
 
@@ -37,6 +38,7 @@ DevicePool::~DevicePool() {
 
 void* DevicePool::allocate(size_t bytes) {
   const size_t size = round_size(bytes);
+  check_injected_allocation_failure("device memory pool");
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = cached_.lower_bound(size);
   if (it != cached_.end() && it->first <= size * kMaxWaste) {

@@ -6,6 +6,7 @@
 #include "cpp/core/error.h"
 #include "cuda/core/device_scope.h"
 #include "cuda/core/error.h"
+#include "cuda/core/fault_injection.h"
 #include "cuda/core/resources.h"
 #include "cuda/flat/kernels.h"
 
@@ -65,6 +66,7 @@ struct Storage {
   float* norms = nullptr;
   Storage(int64_t rows, int64_t dim) {
     rows = (rows + kSlotFloats - 1) / kSlotFloats * kSlotFloats;
+    check_injected_allocation_failure("stored vectors");
     try {
       QV_CUDA_CHECK(cudaMalloc(&data, size_t(rows) * size_t(dim) * sizeof(float)));
       QV_CUDA_CHECK(cudaMalloc(&norms, size_t(rows) * sizeof(float)));

@@ -13,6 +13,7 @@
 
 #include "cuda/core/device_scope.h"
 #include "cuda/core/error.h"
+#include "cuda/core/fault_injection.h"
 #include "cuda/core/memory_pool.h"
 
 namespace quiver::gpu {
@@ -26,6 +27,7 @@ class DeviceBuffer {
       count_ = 0;
       return;
     }
+    check_injected_allocation_failure("device buffer");
     DeviceScope scope(device_);
     const size_t bytes = (size_t(count) * sizeof(T) + 15) / 16 * 16;
     cudaError_t status = cudaMalloc(&data_, bytes);
