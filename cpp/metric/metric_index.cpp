@@ -120,12 +120,11 @@ int64_t MetricIndex::do_remove(int64_t n, const int64_t* ids) {
 
 // ---- searches --------------------------------------------------------------------------------------
 
-void MetricIndex::to_caller_units(const Objects& queries, int64_t q, std::vector<MetricHit>& hits) const {
-  if (metric() == Metric::l2) {
-    const Objects objects = objects_.view();
-    for (MetricHit& h : hits) h.distance = squared_l2(queries.vector(q), objects.vector(h.row), dim());
-  }
-  std::sort(hits.begin(), hits.end());
+void MetricIndex::to_caller_units(const Objects& queries, int64_t q, MetricHit* begin, MetricHit* end) const {
+  if (metric() != Metric::l2) return;  // already the caller's units, and sorted
+  const Objects objects = objects_.view();
+  for (MetricHit* h = begin; h != end; ++h) h->distance = squared_l2(queries.vector(q), objects.vector(h->row), dim());
+  std::sort(begin, end);
 }
 
 void MetricIndex::do_search(int64_t nq, const float* queries, int64_t k, const SearchOptions& options,
@@ -169,7 +168,7 @@ void MetricIndex::search_objects(const Objects& queries, int64_t k, const Search
     std::vector<MetricHit> hits;
     for (int64_t j = 0; j < k; ++j)
       if (found_rows[q * k + j] >= 0) hits.push_back({found_distances[q * k + j], found_rows[q * k + j]});
-    to_caller_units(queries, q, hits);
+    to_caller_units(queries, q, hits.data(), hits.data() + hits.size());
     for (int64_t j = 0; j < k; ++j) {
       const bool found = j < static_cast<int64_t>(hits.size());
       found_distances[q * k + j] = found ? hits[j].distance : std::numeric_limits<float>::infinity();
@@ -198,37 +197,42 @@ RangeResult MetricIndex::do_range_search_strings(const Strings& queries, float r
   return range_objects(Objects::of_strings(queries), radius, options);
 }
 
-std::vector<std::vector<MetricHit>> MetricIndex::cpu_range(const Objects& queries, float r,
-                                                           const SearchOptions& options) const {
-  std::vector<std::vector<MetricHit>> hits(static_cast<size_t>(queries.n));
+MetricIndex::RowHits MetricIndex::cpu_range(const Objects& queries, float r, const SearchOptions& options) const {
+  std::vector<std::vector<MetricHit>> per_query(static_cast<size_t>(queries.n));
   const RowAllowed allowed{options.filter.bits ? &options.filter : nullptr, ids_.data()};
   std::atomic<int64_t> evaluations{0};
   context().pool().parallel_for(queries.n, [&](int64_t q) {
     const QueryDistance query(metric(), queries, q);
-    evaluations += method_->range(query, objects_.view(), r, allowed, hits[q]);
-    if (options.max_range_results > 0 && static_cast<int64_t>(hits[q].size()) > options.max_range_results)
+    evaluations += method_->range(query, objects_.view(), r, allowed, per_query[q]);
+    if (options.max_range_results > 0 && static_cast<int64_t>(per_query[q].size()) > options.max_range_results)
       fail(Status::too_many_results, "range search: query ", q, " has more than max_range_results = ",
            options.max_range_results, " hits (use a smaller radius or a larger limit)");
+    std::sort(per_query[q].begin(), per_query[q].end());
   });
   last_evaluations_ = evaluations.load();
-  return hits;
+  RowHits out;
+  out.lims.push_back(0);
+  for (const std::vector<MetricHit>& hits : per_query) {
+    out.hits.insert(out.hits.end(), hits.begin(), hits.end());
+    out.lims.push_back(static_cast<int64_t>(out.hits.size()));
+  }
+  return out;
 }
 
-std::vector<std::vector<MetricHit>> MetricIndex::gpu_range(const Objects& queries, float r,
-                                                           const SearchOptions& options) const {
+MetricIndex::RowHits MetricIndex::gpu_range(const Objects& queries, float r, const SearchOptions& options) const {
   const std::vector<uint8_t> row_bits = ids_.row_filter_bits(options.filter);
   const gpu::RowFilter filter{options.filter.bits ? row_bits.data() : nullptr, count()};
   const int64_t cap = options.max_range_results > 0 ? options.max_range_results : std::numeric_limits<int64_t>::max();
   const gpu::MetricHits found = gpu::metric_range_search(context().gpu(), *device_copy_, spec_.method, queries, r,
                                                          filter, cap);
-  std::vector<std::vector<MetricHit>> hits(static_cast<size_t>(queries.n));
+  RowHits out;
+  out.lims = found.lims;
+  out.hits.resize(found.rows.size());
+  for (size_t i = 0; i < found.rows.size(); ++i) out.hits[i] = {found.distances[i], found.rows[i]};
   int64_t evaluations = 0;
-  for (int64_t q = 0; q < queries.n; ++q) {
-    for (int64_t i = found.lims[q]; i < found.lims[q + 1]; ++i) hits[q].push_back({found.distances[i], found.rows[i]});
-    if (q < static_cast<int64_t>(found.evaluations.size())) evaluations += found.evaluations[q];
-  }
+  for (int64_t e : found.evaluations) evaluations += e;
   last_evaluations_ = evaluations;
-  return hits;
+  return out;
 }
 
 RangeResult MetricIndex::range_objects(const Objects& queries, float radius, const SearchOptions& options) const {
@@ -236,16 +240,28 @@ RangeResult MetricIndex::range_objects(const Objects& queries, float radius, con
   const bool squared = metric() == Metric::l2;
   if (squared && radius < 0.0f) return RangeResult{std::vector<int64_t>(static_cast<size_t>(queries.n + 1), 0), {}, {}};
   const float r = squared ? std::sqrt(radius) : radius;
-  std::vector<std::vector<MetricHit>> hits =
-      device_copy_current_ && count() > 0 ? gpu_range(queries, r, options) : cpu_range(queries, r, options);
+  RowHits found = device_copy_current_ && count() > 0 ? gpu_range(queries, r, options) : cpu_range(queries, r, options);
+  // Per query, in parallel: the caller's units, then the hits the square root rounded in dropped
+  // (marked with row -1).
+  context().pool().parallel_for(queries.n, [&](int64_t q) {
+    MetricHit* begin = found.hits.data() + found.lims[q];
+    MetricHit* end = found.hits.data() + found.lims[q + 1];
+    to_caller_units(queries, q, begin, end);
+    if (squared)
+      for (MetricHit* h = begin; h != end; ++h)
+        if (h->distance > radius) h->row = -1;
+  });
   RangeResult result;
+  result.lims.reserve(static_cast<size_t>(queries.n + 1));
+  result.ids.reserve(found.hits.size());
+  result.distances.reserve(found.hits.size());
   result.lims.push_back(0);
+  const int64_t* ids = ids_.data();
   for (int64_t q = 0; q < queries.n; ++q) {
-    to_caller_units(queries, q, hits[q]);
-    for (const MetricHit& h : hits[q]) {
-      if (squared && h.distance > radius) continue;  // the square root rounded it in
-      result.ids.push_back(ids_.ids()[h.row]);
-      result.distances.push_back(h.distance);
+    for (int64_t i = found.lims[q]; i < found.lims[q + 1]; ++i) {
+      if (found.hits[i].row < 0) continue;
+      result.ids.push_back(ids[found.hits[i].row]);
+      result.distances.push_back(found.hits[i].distance);
     }
     result.lims.push_back(static_cast<int64_t>(result.ids.size()));
   }

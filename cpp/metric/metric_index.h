@@ -56,10 +56,15 @@ class MetricIndex final : public Index {
   void search_objects(const Objects& queries, int64_t k, const SearchOptions& options, float* distances,
                       int64_t* ids) const;
   RangeResult range_objects(const Objects& queries, float radius, const SearchOptions& options) const;
-  std::vector<std::vector<MetricHit>> cpu_range(const Objects& queries, float r, const SearchOptions& options) const;
-  std::vector<std::vector<MetricHit>> gpu_range(const Objects& queries, float r, const SearchOptions& options) const;
-  // A result's distance in the caller's units (squared for L2: recomputed exactly), hits re-sorted.
-  void to_caller_units(const Objects& queries, int64_t q, std::vector<MetricHit>& hits) const;
+  // Hits by row in CSR form (lims: nq + 1), each query's sorted by (distance, row).
+  struct RowHits {
+    std::vector<int64_t> lims;
+    std::vector<MetricHit> hits;
+  };
+  RowHits cpu_range(const Objects& queries, float r, const SearchOptions& options) const;
+  RowHits gpu_range(const Objects& queries, float r, const SearchOptions& options) const;
+  // Hits' distances in the caller's units (squared for L2: recomputed exactly), re-sorted.
+  void to_caller_units(const Objects& queries, int64_t q, MetricHit* begin, MetricHit* end) const;
   void update_device_copy();
 
   MetricSpec spec_;

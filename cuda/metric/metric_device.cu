@@ -7,6 +7,7 @@
 
 #include "cpp/backend/gpu_metric.h"
 #include "cpp/core/error.h"
+#include "cpp/metric/query_distance.h"
 #include "cuda/core/device_scope.h"
 #include "cuda/core/error.h"
 #include "cuda/core/resources.h"
@@ -155,17 +156,37 @@ void metric_upload(Resources& resources, MetricDevice& device, const Objects& ob
     to_device(resources, vectors, objects.vectors, n * device.dim, stream);
   }
 
-  DeviceBuffer<int32_t> centre_rows, cluster_buffer;
-  DeviceBuffer<float> radii;
+  DeviceBuffer<int32_t> centre_rows, cluster_buffer, member_begin, members;
+  DeviceBuffer<float> radii, member_distances;
   if (lc != nullptr && lc->clusters > 0) {
     std::vector<int32_t> centres(size_t(lc->clusters));
     for (int64_t c = 0; c < lc->clusters; ++c) centres[size_t(c)] = int32_t(lc->centre_rows[c]);
+    std::vector<int32_t> begin(size_t(lc->clusters + 1));
+    for (int64_t c = 0; c <= lc->clusters; ++c) begin[size_t(c)] = int32_t(lc->member_begin[c]);
+    const int64_t member_count = lc->member_begin[lc->clusters];
+    std::vector<int32_t> member_rows(static_cast<size_t>(member_count));
+    for (int64_t i = 0; i < member_count; ++i) member_rows[size_t(i)] = int32_t(lc->members[i]);
+    // Each member's distance to its centre (the host's, as the SSS table's), for the range
+    // search's first filter |d(x, c) - d(q, c)| > r.
+    std::vector<float> centre_gaps(static_cast<size_t>(member_count));
+    for (int64_t c = 0; c < lc->clusters; ++c) {
+      if (lc->member_begin[c + 1] == lc->member_begin[c]) continue;
+      const QueryDistance centre(device.metric, objects, lc->centre_rows[c]);
+      for (int64_t i = lc->member_begin[c]; i < lc->member_begin[c + 1]; ++i)
+        centre_gaps[size_t(i)] = centre(objects, lc->members[i]);
+    }
     centre_rows = DeviceBuffer<int32_t>(pool, lc->clusters);
     radii = DeviceBuffer<float>(pool, lc->clusters);
     cluster_buffer = DeviceBuffer<int32_t>(pool, n);
+    member_begin = DeviceBuffer<int32_t>(pool, lc->clusters + 1);
+    members = DeviceBuffer<int32_t>(pool, member_count);
+    member_distances = DeviceBuffer<float>(pool, member_count);
     to_device(resources, centre_rows, centres.data(), lc->clusters, stream);
     to_device(resources, radii, lc->radii, lc->clusters, stream);
     to_device(resources, cluster_buffer, cluster_of.data(), n, stream);
+    to_device(resources, member_begin, begin.data(), lc->clusters + 1, stream);
+    to_device(resources, members, member_rows.data(), member_count, stream);
+    to_device(resources, member_distances, centre_gaps.data(), member_count, stream);
   }
 
   DeviceBuffer<int32_t> pivot_rows;
@@ -174,9 +195,13 @@ void metric_upload(Resources& resources, MetricDevice& device, const Objects& ob
     std::vector<int32_t> pivots(size_t(sss->pivots));
     for (int64_t p = 0; p < sss->pivots; ++p) pivots[size_t(p)] = int32_t(sss->pivot_rows[p]);
     pivot_rows = DeviceBuffer<int32_t>(pool, sss->pivots);
+    // Pivot-major on the device (metric_device.h).
+    std::vector<float> by_pivot(size_t(n * sss->pivots));
+    for (int64_t row = 0; row < n; ++row)
+      for (int64_t p = 0; p < sss->pivots; ++p) by_pivot[size_t(p * n + row)] = sss->table[row * sss->pivots + p];
     table = DeviceBuffer<float>(pool, n * sss->pivots);
     to_device(resources, pivot_rows, pivots.data(), sss->pivots, stream);
-    to_device(resources, table, sss->table, n * sss->pivots, stream);
+    to_device(resources, table, by_pivot.data(), n * sss->pivots, stream);
   }
   session.finish();
 
@@ -189,6 +214,9 @@ void metric_upload(Resources& resources, MetricDevice& device, const Objects& ob
   device.centre_rows = std::move(centre_rows);
   device.radii = std::move(radii);
   device.cluster_of = std::move(cluster_buffer);
+  device.member_begin = std::move(member_begin);
+  device.members = std::move(members);
+  device.member_distances = std::move(member_distances);
   device.has_sss = sss != nullptr;
   device.pivots = sss != nullptr ? sss->pivots : 0;
   device.pivot_rows = std::move(pivot_rows);
@@ -199,7 +227,9 @@ int64_t metric_rows(const MetricDevice& device) { return device.rows; }
 
 int64_t metric_device_bytes(const MetricDevice& device) {
   return device.vectors.bytes() + device.offsets.bytes() + device.bytes.bytes() + device.centre_rows.bytes() +
-         device.radii.bytes() + device.cluster_of.bytes() + device.pivot_rows.bytes() + device.table.bytes();
+         device.radii.bytes() + device.cluster_of.bytes() + device.member_begin.bytes() + device.members.bytes() +
+         device.member_distances.bytes() +
+         device.pivot_rows.bytes() + device.table.bytes();
 }
 
 }  // namespace quiver::gpu

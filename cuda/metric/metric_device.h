@@ -2,9 +2,11 @@
 // device's memory, and the helpers the searches share to validate and copy objects.
 //
 // Rows are numbered in 32 bits on the device (n < 2^31 - 1; the selection's "no row" is 2^31 - 1).
-// List of Clusters is kept as one int32 a row rather than member lists: cluster_of[row] is the
-// row's cluster c, or ~c (negative) for the centre of c, so a search tests a row's cluster in
-// place and reads every surviving row in order.
+// List of Clusters is kept twice: as one int32 a row (cluster_of[row] is the row's cluster c, or ~c
+// (negative) for the centre of c), which the k-NN scan tests in place while it writes a key for
+// every row, and as member lists (member_begin / members, 32-bit), which a range search walks for
+// the surviving clusters only. The SSS table is pivot-major (pivots x rows) so that a warp tests
+// 32 consecutive rows against one pivot with one coalesced load.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -37,11 +39,14 @@ class MetricDevice {
   DeviceBuffer<int32_t> centre_rows;  // clusters
   DeviceBuffer<float> radii;          // clusters
   DeviceBuffer<int32_t> cluster_of;   // rows: c for a member of cluster c, ~c for its centre
+  DeviceBuffer<int32_t> member_begin; // clusters + 1
+  DeviceBuffer<int32_t> members;      // member_begin[clusters] rows, cluster by cluster
+  DeviceBuffer<float> member_distances;  // member_begin[clusters]: each member's distance to its centre
 
   bool has_sss = false;
   int64_t pivots = 0;
   DeviceBuffer<int32_t> pivot_rows;  // pivots
-  DeviceBuffer<float> table;         // rows x pivots
+  DeviceBuffer<float> table;         // pivots x rows: table[p * rows + row] = d(row, pivot p)
 };
 
 // The most rows a device space holds.

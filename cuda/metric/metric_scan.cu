@@ -19,6 +19,9 @@ namespace {
 constexpr int64_t kMinCandidatesPerSplit = int64_t(kScanThreads) * 4;
 constexpr int64_t kMaxSplits = 65535;  // gridDim.y
 constexpr int kDefaultSharedBytes = 48 * 1024;
+// Static shared memory a scan kernel declares beside the dynamic (the pruned one's queues and
+// cluster lists: about 4.2 KiB), which counts towards the default limit too.
+constexpr int kStaticSharedBytes = 8 * 1024;
 constexpr int kMaxSharedBytes = int(std::max(kSharedPatternWords * 256 * 8, kSharedQueryFloats * 4) + kSharedPivots * 4);
 // Relative error of a float distance of dim components, in units of 2^-24, and the slack's margin.
 constexpr float kSlackUnit = 0x1p-24f;
@@ -75,6 +78,70 @@ __device__ __forceinline__ void deliver(const ScanArgs& a, int64_t o, int64_t sl
   }
 }
 
+// What a block knows of its query: the vector's components, or the pattern with its match masks
+// and the edit state of its threads; SSS's pivot distances.
+struct QueryView {
+  const float* query = nullptr;
+  const uint8_t* pattern = nullptr;
+  int64_t m = 0, words = 0;
+  const uint64_t* masks = nullptr;
+  uint64_t* state = nullptr;
+  const float* pivot_distance = nullptr;
+};
+
+// Loads block o's query (slot `slot`, index q) into the dynamic shared memory. Every thread calls
+// it; it ends with a barrier.
+template <bool kStrings>
+__device__ QueryView load_query(const ScanArgs& a, int64_t o, int64_t slot, int64_t q, unsigned char* shared) {
+  const int tid = int(threadIdx.x);
+  QueryView v;
+  uint64_t* shared_masks = reinterpret_cast<uint64_t*>(shared);
+  float* shared_floats =
+      reinterpret_cast<float*>(shared + (kStrings ? size_t(a.shared_pattern_words) * edit::kAlphabet * 8 : 0));
+
+  // The query: vector components, or the pattern's match masks.
+  if (!kStrings) {
+    const float* source = a.query_vectors + q * a.dim;
+    if (a.dim <= a.shared_dim) {
+      for (int d = tid; d < a.dim; d += kScanThreads) shared_floats[d] = source[d];
+      v.query = shared_floats;
+    } else {
+      v.query = source;
+    }
+  } else {
+    v.pattern = a.query_bytes + a.query_offsets[q];
+    v.m = a.query_offsets[q + 1] - a.query_offsets[q];
+    v.words = edit::pattern_words(v.m);
+    uint64_t* scratch =
+        a.scratch != nullptr ? a.scratch + a.scratch_offset[o] + int64_t(blockIdx.y) * edit_scratch_words(v.m) : nullptr;
+    uint64_t* store = shared_masks;
+    v.state = scratch;
+    if (v.words > kSharedPatternWords) {
+      store = scratch;
+      v.state = scratch + edit::kAlphabet * v.words;
+    }
+    for (int64_t w = tid; w < edit::kAlphabet * v.words; w += kScanThreads) store[w] = 0;
+    __syncthreads();
+    for (int64_t i = tid; i < v.m; i += kScanThreads)
+      atomicOr(reinterpret_cast<unsigned long long*>(store + int64_t(v.pattern[i]) * v.words + i / edit::kWordBits),
+               1ull << (i % edit::kWordBits));
+    v.masks = store;
+  }
+  // SSS: the query's pivot distances.
+  if (a.prune == Prune::sss) {
+    const float* source = a.pivot_distances + slot * a.pivots;
+    if (a.pivots <= a.shared_pivots) {
+      float* pivots = shared_floats + (kStrings ? 0 : a.shared_dim);
+      for (int64_t p = tid; p < a.pivots; p += kScanThreads) pivots[p] = source[p];
+      v.pivot_distance = pivots;
+    } else {
+      v.pivot_distance = source;
+    }
+  }
+  __syncthreads();
+  return v;
+}
+
 template <bool kStrings>
 __global__ void __launch_bounds__(kScanThreads) scan_kernel(ScanArgs a) {
   extern __shared__ __align__(16) unsigned char shared[];
@@ -91,55 +158,12 @@ __global__ void __launch_bounds__(kScanThreads) scan_kernel(ScanArgs a) {
   const int64_t lo = a.begin + span * blockIdx.y / gridDim.y;
   const int64_t hi = a.begin + span * (blockIdx.y + 1) / gridDim.y;
 
-  uint64_t* shared_masks = reinterpret_cast<uint64_t*>(shared);
-  float* shared_floats =
-      reinterpret_cast<float*>(shared + (kStrings ? size_t(a.shared_pattern_words) * edit::kAlphabet * 8 : 0));
-
-  // The query: vector components, or the pattern's match masks.
-  const float* query = nullptr;
-  const uint8_t* pattern = nullptr;
-  int64_t m = 0, words = 0;
-  const uint64_t* masks = nullptr;
-  uint64_t* state = nullptr;
-  if (!kStrings) {
-    const float* source = a.query_vectors + q * a.dim;
-    if (a.dim <= a.shared_dim) {
-      for (int d = tid; d < a.dim; d += kScanThreads) shared_floats[d] = source[d];
-      query = shared_floats;
-    } else {
-      query = source;
-    }
-  } else {
-    pattern = a.query_bytes + a.query_offsets[q];
-    m = a.query_offsets[q + 1] - a.query_offsets[q];
-    words = edit::pattern_words(m);
-    uint64_t* scratch =
-        a.scratch != nullptr ? a.scratch + a.scratch_offset[o] + int64_t(blockIdx.y) * edit_scratch_words(m) : nullptr;
-    uint64_t* store = shared_masks;
-    state = scratch;
-    if (words > kSharedPatternWords) {
-      store = scratch;
-      state = scratch + edit::kAlphabet * words;
-    }
-    for (int64_t w = tid; w < edit::kAlphabet * words; w += kScanThreads) store[w] = 0;
-    __syncthreads();
-    for (int64_t i = tid; i < m; i += kScanThreads)
-      atomicOr(reinterpret_cast<unsigned long long*>(store + int64_t(pattern[i]) * words + i / edit::kWordBits),
-               1ull << (i % edit::kWordBits));
-    masks = store;
-  }
-  // SSS: the query's pivot distances.
-  const float* pivot_distance = nullptr;
-  if (a.prune == Prune::sss) {
-    const float* source = a.pivot_distances + slot * a.pivots;
-    if (a.pivots <= a.shared_pivots) {
-      float* pivots = shared_floats + (kStrings ? 0 : a.shared_dim);
-      for (int64_t p = tid; p < a.pivots; p += kScanThreads) pivots[p] = source[p];
-      pivot_distance = pivots;
-    } else {
-      pivot_distance = source;
-    }
-  }
+  const QueryView v = load_query<kStrings>(a, o, slot, q, shared);
+  const float* query = v.query;
+  const int64_t m = v.m, words = v.words;
+  const uint64_t* masks = v.masks;
+  uint64_t* state = v.state;
+  const float* pivot_distance = v.pivot_distance;
   const float* centre_distance = a.prune == Prune::list_of_clusters ? a.centre_distances + slot * a.clusters : nullptr;
   const int32_t stop = a.prune == Prune::list_of_clusters ? a.stop[slot] : 0;
   const int64_t bound = kStrings ? edit::bound_of(radius) : 0;
@@ -165,9 +189,8 @@ __global__ void __launch_bounds__(kScanThreads) scan_kernel(ScanArgs a) {
           candidate = c <= stop && !beyond(centre_distance[c], a.radii[c] + radius, a.slack);
         }
       } else if (candidate && a.prune == Prune::sss) {
-        const float* distances = a.table + int64_t(row) * a.pivots;
-        for (int64_t p = 0; p < a.pivots; ++p) {
-          if (pivot_excludes(distances[p], pivot_distance[p], radius, a.slack)) {
+        for (int64_t p = 0; p < a.pivots; ++p) {  // pivot-major: a warp's loads are coalesced
+          if (pivot_excludes(a.table[p * a.rows + row], pivot_distance[p], radius, a.slack)) {
             candidate = false;
             break;
           }
@@ -227,6 +250,214 @@ __global__ void __launch_bounds__(kScanThreads) scan_kernel(ScanArgs a) {
   }
   __syncthreads();
   if (tid == 0 && a.evaluations != nullptr) atomicAdd(a.evaluations + o, block_evaluations);
+}
+
+// ---- range search with pruning: work in proportion to the candidates, not to n --------------------
+//
+// Each warp collects its candidates in a queue in shared memory (a ballot appends them) and
+// computes their distances 32 at a time, so no block barrier stands between a row's test and its
+// distance: SSS tests 32 consecutive rows per pivot load (pivot-major table), List of Clusters
+// walks only the member lists of the clusters that survive.
+
+// Candidates a warp's queue holds: up to 31 waiting plus one ballot's 32.
+constexpr int kQueueSlots = 2 * kWarpLanes;
+// SSS: rows a lane tests per step, and pivots per step after the first (independent loads in flight).
+constexpr int kRowsPerLane = 4;
+constexpr int kPivotBatch = 4;
+
+// A warp's queue of candidate rows and the distances it has computed.
+struct WarpQueue {
+  int32_t* rows;  // kQueueSlots
+  int count;      // the same in every lane
+  unsigned long long evaluated;
+};
+
+// Computes and delivers the distances of the first `take` (<= 32) queued rows. Every lane calls it.
+template <bool kStrings>
+__device__ __forceinline__ void drain(const ScanArgs& a, const QueryView& v, int64_t o, float radius, int64_t bound,
+                                      const int32_t* rows, int take, int lane) {
+  if (kStrings) {
+    const bool valid = lane < take;
+    const int32_t r = valid ? rows[lane] : 0;
+    float d = infinity();
+    if (valid) {
+      const int64_t start = a.offsets[r];
+      const int64_t e = edit::distance_within(v.masks, v.m, v.words, a.bytes + start, a.offsets[r + 1] - start, bound,
+                                              v.state != nullptr ? v.state + threadIdx.x : nullptr, kScanThreads);
+      d = e <= bound ? float(e) : infinity();
+    }
+    emit(a, o, valid && d <= radius, r, d, lane);
+  } else {
+    const int teams = kWarpLanes / a.team, team = lane / a.team, member = lane % a.team;
+    for (int first = 0; first < take; first += teams) {  // the same trip count for every lane
+      const int j = first + team;
+      const bool valid = j < take;
+      const int32_t r = valid ? rows[j] : 0;
+      const float d = vector_distance(a.metric, v.query, a.vectors + int64_t(r) * a.dim, valid ? a.dim : 0, member,
+                                      a.team);
+      emit(a, o, valid && member == 0 && d <= radius, r, d, lane);
+    }
+  }
+}
+
+// Appends `row` where `candidate`, and computes a full batch of 32. Every lane calls it.
+template <bool kStrings>
+__device__ __forceinline__ void push(const ScanArgs& a, const QueryView& v, int64_t o, float radius, int64_t bound,
+                                     WarpQueue& queue, bool candidate, int32_t row, int lane) {
+  const unsigned ballot = __ballot_sync(kAllLanes, candidate);
+  if (ballot == 0) return;
+  if (candidate) queue.rows[queue.count + __popc(ballot & ((1u << lane) - 1u))] = row;
+  queue.count += __popc(ballot);
+  __syncwarp();
+  if (queue.count < kWarpLanes) return;
+  drain<kStrings>(a, v, o, radius, bound, queue.rows, kWarpLanes, lane);
+  queue.evaluated += kWarpLanes;
+  const int rest = queue.count - kWarpLanes;
+  const int32_t moved = lane < rest ? queue.rows[kWarpLanes + lane] : 0;
+  __syncwarp();
+  if (lane < rest) queue.rows[lane] = moved;
+  __syncwarp();
+  queue.count = rest;
+}
+
+// Range search (hits output) with List of Clusters or SSS pruning over every row. Block o searches
+// its query; split y of gridDim.y takes a share of the rows (SSS) or of the clusters (LC).
+template <bool kStrings>
+__global__ void __launch_bounds__(kScanThreads) pruned_kernel(ScanArgs a) {
+  extern __shared__ __align__(16) unsigned char shared[];
+  __shared__ int32_t queues[kScanWarps][kQueueSlots];
+  __shared__ int32_t kept[kScanThreads];      // LC: the chunk's surviving clusters
+  __shared__ int32_t kept_end[kScanThreads];  // LC: the end of their members in the chunk's walk
+  __shared__ int32_t warp_sums[kScanWarps];
+  __shared__ int32_t warp_kept[kScanWarps];
+
+  const int tid = int(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  const int64_t o = blockIdx.x;
+  const int64_t slot = a.block_slot != nullptr ? a.block_slot[o] : o;
+  const int64_t q = a.query_base + slot;
+  const float radius = a.radius_at != nullptr ? a.radius_at[slot * a.radius_stride] : a.radius;
+  const QueryView v = load_query<kStrings>(a, o, slot, q, shared);
+  const int64_t bound = kStrings ? edit::bound_of(radius) : 0;
+  WarpQueue queue{queues[warp], 0, 0};
+
+  if (a.prune == Prune::sss) {
+    const int64_t span = a.end - a.begin;
+    const int64_t lo = a.begin + span * blockIdx.y / gridDim.y;
+    const int64_t hi = a.begin + span * (blockIdx.y + 1) / gridDim.y;
+    const float first_pivot = a.pivots > 0 ? v.pivot_distance[0] : 0.0f;
+    constexpr int kStep = kScanThreads * kRowsPerLane;
+    for (int64_t base = lo + int64_t(warp) * kWarpLanes * kRowsPerLane; base < hi; base += kStep) {
+      float first[kRowsPerLane];
+#pragma unroll
+      for (int j = 0; j < kRowsPerLane; ++j) {
+        const int64_t row = base + j * kWarpLanes + lane;
+        first[j] = row < hi && a.pivots > 0 ? __ldg(a.table + row) : 0.0f;
+      }
+      bool alive[kRowsPerLane];
+      bool any = false;
+#pragma unroll
+      for (int j = 0; j < kRowsPerLane; ++j) {
+        const int64_t row = base + j * kWarpLanes + lane;
+        alive[j] = row < hi && (a.pivots == 0 || !pivot_excludes(first[j], first_pivot, radius, a.slack));
+        any = any || alive[j];
+      }
+      // The next pivots, kPivotBatch at a time for the lane's rows together (all their loads in
+      // flight at once: a row near the query passes many pivots, and each load waits on L2).
+      for (int64_t p = 1; any && p < a.pivots; p += kPivotBatch) {
+        float gap[kRowsPerLane][kPivotBatch];
+#pragma unroll
+        for (int j = 0; j < kRowsPerLane; ++j)
+#pragma unroll
+          for (int b = 0; b < kPivotBatch; ++b)
+            gap[j][b] = alive[j] && p + b < a.pivots ? __ldg(a.table + (p + b) * a.rows + base + j * kWarpLanes + lane)
+                                                     : 0.0f;
+        any = false;
+#pragma unroll
+        for (int j = 0; j < kRowsPerLane; ++j) {
+#pragma unroll
+          for (int b = 0; b < kPivotBatch; ++b)
+            if (p + b < a.pivots && pivot_excludes(gap[j][b], v.pivot_distance[p + b], radius, a.slack)) alive[j] = false;
+          any = any || alive[j];
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kRowsPerLane; ++j) {
+        const int64_t row = base + j * kWarpLanes + lane;
+        push<kStrings>(a, v, o, radius, bound, queue, alive[j] && allowed(a, int32_t(row)), int32_t(row), lane);
+      }
+    }
+  } else {
+    const float* centre_distance = a.centre_distances + slot * a.clusters;
+    const int32_t stop = a.stop[slot];
+    const int64_t lo = a.clusters * blockIdx.y / gridDim.y;
+    const int64_t hi = a.clusters * (blockIdx.y + 1) / gridDim.y;
+    for (int64_t chunk = lo; chunk < hi; chunk += kScanThreads) {
+      // 1. A thread a cluster: its centre's hit (the distance is known), whether its members are walked.
+      const int64_t c = chunk + tid;
+      int32_t size = 0;
+      bool centre_hit = false;
+      int32_t centre = 0;
+      float centre_d = 0.0f;
+      if (c < hi) {
+        centre = a.centre_rows[c];
+        centre_d = centre_distance[c];
+        centre_hit = centre_d <= radius && allowed(a, centre);
+        if (c <= stop && !beyond(centre_d, a.radii[c] + radius, a.slack))
+          size = a.member_begin[c + 1] - a.member_begin[c];
+      }
+      emit(a, o, centre_hit, centre, centre_d, lane);
+      // 2. The surviving clusters compacted, with the running sum of their sizes.
+      int32_t sum = size;
+      for (int offset = 1; offset < kWarpLanes; offset *= 2) {
+        const int32_t up = __shfl_up_sync(kAllLanes, sum, offset);
+        if (lane >= offset) sum += up;
+      }
+      const unsigned ballot = __ballot_sync(kAllLanes, size > 0);
+      if (lane == kWarpLanes - 1) {
+        warp_sums[warp] = sum;
+        warp_kept[warp] = __popc(ballot);
+      }
+      __syncthreads();
+      int32_t sum_before = 0, kept_before = 0, total = 0, kept_total = 0;
+      for (int w = 0; w < kScanWarps; ++w) {
+        sum_before += w < warp ? warp_sums[w] : 0;
+        kept_before += w < warp ? warp_kept[w] : 0;
+        total += warp_sums[w];
+        kept_total += warp_kept[w];
+      }
+      if (size > 0) {
+        const int at = kept_before + __popc(ballot & ((1u << lane) - 1u));
+        kept[at] = int32_t(c);
+        kept_end[at] = sum_before + sum;
+      }
+      __syncthreads();
+      // 3. Their members, a thread each, into the warps' queues.
+      for (int32_t k0 = 0; k0 < total; k0 += kScanThreads) {  // the same trip count for every thread
+        const int32_t k = k0 + tid;
+        bool candidate = false;
+        int32_t row = 0;
+        if (k < total) {
+          int lo_at = 0, hi_at = kept_total - 1;  // the first kept cluster whose end is above k
+          while (lo_at < hi_at) {
+            const int mid = (lo_at + hi_at) / 2;
+            if (kept_end[mid] > k) hi_at = mid;
+            else lo_at = mid + 1;
+          }
+          const int32_t start = lo_at > 0 ? kept_end[lo_at - 1] : 0;
+          const int32_t cluster = kept[lo_at];
+          const int32_t at = a.member_begin[cluster] + (k - start);
+          row = a.members[at];
+          candidate = !pivot_excludes(a.member_distances[at], centre_distance[cluster], radius, a.slack) &&
+                      allowed(a, row);
+        }
+        push<kStrings>(a, v, o, radius, bound, queue, candidate, row, lane);
+      }
+      __syncthreads();  // every thread is done with kept before the next chunk rewrites it
+    }
+  }
+  drain<kStrings>(a, v, o, radius, bound, queue.rows, queue.count, lane);
+  queue.evaluated += unsigned(queue.count);
+  if (lane == 0 && a.evaluations != nullptr && queue.evaluated > 0) atomicAdd(a.evaluations + o, queue.evaluated);
 }
 
 __global__ void lc_stop_kernel(const float* radii, int64_t clusters, const float* centre_distances, float radius,
@@ -296,6 +527,10 @@ ScanArgs MetricScan::args() const {
   a.filter = filter_.get();  // nullptr without a filter
   a.filter_bits = filter_bits_;
   a.cluster_of = device.cluster_of.get();
+  a.centre_rows = device.centre_rows.get();
+  a.member_begin = device.member_begin.get();
+  a.members = device.members.get();
+  a.member_distances = device.member_distances.get();
   a.radii = device.radii.get();
   a.clusters = device.clusters;
   a.table = device.table.get();
@@ -311,7 +546,12 @@ void MetricScan::launch(ScanArgs a, const std::vector<int64_t>& block_queries, i
   const int64_t blocks = int64_t(block_queries.size());
   if (blocks == 0 || a.end <= a.begin) return;
   require(blocks <= INT32_MAX, "metric scan: ", blocks, " blocks");
-  int splits = scan_splits(blocks, a.end - a.begin, resources.limits().sm_count);
+  // The pruned scan: a range search (hits) with LC or SSS over every row in order.
+  const bool pruned = a.keys == nullptr && a.hit_count != nullptr && a.row_list == nullptr && a.stride_count == 0 &&
+                      (a.prune == Prune::sss || (a.prune == Prune::list_of_clusters && a.begin == 0 &&
+                                                 a.end == device.rows && a.clusters > 0));
+  const int64_t span = pruned && a.prune == Prune::list_of_clusters ? a.clusters : a.end - a.begin;
+  int splits = scan_splits(blocks, span, resources.limits().sm_count);
   size_t shared_bytes = 0;
   if (device.strings()) {
     int64_t scratch_per_split = 0, longest = 0;
@@ -348,10 +588,11 @@ void MetricScan::launch(ScanArgs a, const std::vector<int64_t>& block_queries, i
   a.shared_pivots = a.prune == Prune::sss && a.pivots <= kSharedPivots ? int32_t(a.pivots) : 0;
   shared_bytes += size_t(a.shared_pivots) * sizeof(float);
 
-  void (*kernel)(ScanArgs) = device.strings() ? scan_kernel<true> : scan_kernel<false>;
+  void (*kernel)(ScanArgs) = pruned ? (device.strings() ? pruned_kernel<true> : pruned_kernel<false>)
+                                    : (device.strings() ? scan_kernel<true> : scan_kernel<false>);
   // Always the same value (the most any launch takes), so that searches of several threads never
   // lower it under one another's launch.
-  if (shared_bytes > size_t(kDefaultSharedBytes))
+  if (shared_bytes + kStaticSharedBytes > size_t(kDefaultSharedBytes))
     QV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSharedBytes));
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(splits));
   kernel<<<grid, kScanThreads, shared_bytes, stream>>>(a);

@@ -1,6 +1,13 @@
-// The one kernel under every GPU metric-space search (range_search.cu, knn_search.cu): one block per
-// query, as in the metric-space paper (Tenllado, Prieto Matias, Marin et al.), its threads striding
-// over candidate rows. Per chunk of 256 candidates each thread tests one row (the filter, then the
+// The kernels under every GPU metric-space search (range_search.cu, knn_search.cu): one block per
+// query, as in the metric-space paper (Tenllado, Prieto Matias, Marin et al.).
+//
+// A range search with List of Clusters or SSS (hits output over every row) runs the pruned scan,
+// whose work follows the pruning: SSS tests the rows against the pivots in pivot-major order (a
+// warp's 32 rows per coalesced load, most rows leaving at the first pivot), List of Clusters walks
+// only the member lists of the clusters that survive (each member first tested by its distance to
+// the centre, |d(x, c) - d(q, c)| > r); each warp queues its candidates and computes
+// their distances 32 at a time. Everything else (keys output, brute force, row lists, samples) runs
+// the full scan, its threads striding over candidate rows. Per chunk of 256 candidates each thread tests one row (the filter, then the
 // method's pruning: List of Clusters' cluster tests, SSS's pivot bounds), the rows that survive are
 // compacted in shared memory, and their distances are computed together: a team of lanes per
 // vector (vector_distance.cuh), a thread per string (edit_distance.cuh, the query's match masks in
@@ -70,11 +77,15 @@ struct ScanArgs {
   const float* radius_at = nullptr;
   int64_t radius_stride = 0;
   const int32_t* cluster_of = nullptr;        // List of Clusters (metric_device.h)
+  const int32_t* centre_rows = nullptr;
+  const int32_t* member_begin = nullptr;
+  const int32_t* members = nullptr;
+  const float* member_distances = nullptr;    // to the member's centre
   const float* radii = nullptr;
   int64_t clusters = 0;
   const float* centre_distances = nullptr;    // slot x clusters
   const int32_t* stop = nullptr;              // slot: the last cluster scanned
-  const float* table = nullptr;               // SSS: rows x pivots
+  const float* table = nullptr;               // SSS: pivots x rows
   int64_t pivots = 0;
   const float* pivot_distances = nullptr;     // slot x pivots
   const uint8_t* filter = nullptr;            // nullptr: every row
@@ -123,7 +134,7 @@ class MetricScan {
   ScanArgs args() const;
   // Scratch bytes a block of query q needs (0 for vectors).
   int64_t scratch_bytes(int64_t q) const;
-  // Launches the scan: blocks o = 0 .. blocks-1, block o on query block_queries[o] (the query whose
+  // Launches the scan (the pruned one where it applies): blocks o = 0 .. blocks-1, block o on query block_queries[o] (the query whose
   // index is args.query_base + slot(o): passed for the scratch sizes). Splits each query's candidates
   // over several blocks when the blocks are too few for the device; the scratch stays within
   // budget_bytes where it can (one split at least).

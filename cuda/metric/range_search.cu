@@ -5,9 +5,11 @@
 // cap is checked there), then the hits are packed densely: gathered from the buffer where they fit,
 // found again by a second scan into exactly sized room where they did not (so device memory stays
 // within the tile budget whatever the radius: the pass of a large result costs a second scan, not
-// memory). Each query's hits are sorted by (distance, row) on the host.
+// memory). Each query's hits are sorted by (distance, row) on the device (CUB's segmented sort of
+// 64-bit keys, cuda/flat/range_sort.h).
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "cuda/core/error.h"
 #include "cuda/core/resources.h"
 #include "cuda/core/transfer.h"
+#include "cuda/flat/range_sort.h"
 #include "cuda/metric/metric_device.h"
 #include "cuda/metric/metric_scan.h"
 #include "cuda/metric/search_plan.h"
@@ -32,6 +35,9 @@ using namespace metric_space;
 constexpr int64_t kMinBufferedHits = 64;
 constexpr int kGatherThreads = 256;
 constexpr int64_t kHitBytes = int64_t(sizeof(int32_t) + sizeof(float));
+// A packed hit's bytes while its group is sorted: row and distance, its sort key in and out, and
+// about a key more of the sort's workspace.
+constexpr int64_t kPackedHitBytes = kHitBytes + 3 * int64_t(sizeof(uint64_t));
 
 // Block b copies the first counts[b] hits of slot slots[b]'s buffer to dst at offsets[b].
 __global__ void gather_hits_kernel(const int32_t* rows, const float* distances, int64_t capacity,
@@ -43,6 +49,13 @@ __global__ void gather_hits_kernel(const int32_t* rows, const float* distances, 
     dst_rows[to + i] = rows[from + i];
     dst_distances[to + i] = distances[from + i];
   }
+}
+
+// The sort key of a hit: the distance's bits (a distance is >= 0, so they order as the floats do),
+// then the row, so that keys sort by (distance, row).
+__global__ void hit_keys_kernel(const int32_t* rows, const float* distances, int64_t count, uint64_t* keys) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) keys[i] = (uint64_t(__float_as_uint(distances[i])) << 32) | uint32_t(rows[i]);
 }
 
 template <typename T>
@@ -142,7 +155,7 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
     // The hits, packed densely, a group of queries at a time.
     for (int64_t g0 = 0; g0 < slots;) {
       int64_t g1 = g0, total = 0;
-      while (g1 < slots && (g1 == g0 || (total + int64_t(count[size_t(g1)])) * kHitBytes <= budget / 2))
+      while (g1 < slots && (g1 == g0 || (total + int64_t(count[size_t(g1)])) * kPackedHitBytes <= budget / 2))
         total += int64_t(count[size_t(g1++)]);
       std::vector<int32_t> gather_slots, rerun_slots;
       std::vector<int64_t> gather_counts, gather_offsets, rerun_offsets, rerun_counts, rerun_queries;
@@ -200,24 +213,31 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
         again.evaluations = nullptr;
         scan.launch(again, rerun_queries, budget / 4);
       }
-      std::vector<int32_t> rows(static_cast<size_t>(total));
-      std::vector<float> distances(static_cast<size_t>(total));
-      copy_from_device(resources.staging(), resources.device(), rows.data(), packed_rows.get(),
-                       rows.size() * sizeof(int32_t), stream);
-      copy_from_device(resources.staging(), resources.device(), distances.data(), packed_distances.get(),
-                       distances.size() * sizeof(float), stream);
-      std::vector<std::pair<float, int32_t>> hits;
-      for (int64_t s = g0; s < g1; ++s) {
-        const int64_t c = int64_t(count[size_t(s)]), at = offset[size_t(s - g0)];
-        hits.resize(size_t(c));
-        for (int64_t i = 0; i < c; ++i) hits[size_t(i)] = {distances[size_t(at + i)], rows[size_t(at + i)]};
-        std::sort(hits.begin(), hits.end());
-        for (const auto& hit : hits) {
-          out.rows.push_back(hit.second);
-          out.distances.push_back(hit.first);
-        }
-        out.lims[size_t(t0 + s + 1)] = out.lims[size_t(t0 + s)] + c;
+      // Each query's hits sorted by (distance, row) on the device.
+      std::vector<int64_t> segment_offsets(static_cast<size_t>(g1 - g0 + 1));
+      for (int64_t s = g0; s < g1; ++s) segment_offsets[size_t(s - g0)] = offset[size_t(s - g0)];
+      segment_offsets.back() = total;
+      PoolBuffer<int64_t> segment_buffer = upload(scan, segment_offsets);
+      PoolBuffer<uint64_t> keys(pool, total), sorted(pool, total);
+      const size_t sort_bytes = range_sort_workspace_bytes(total, g1 - g0);
+      PoolBuffer<char> sort_workspace(pool, std::max<int64_t>(int64_t(sort_bytes), 1));
+      hit_keys_kernel<<<unsigned((total + kGatherThreads - 1) / kGatherThreads), kGatherThreads, 0, stream>>>(
+          packed_rows.get(), packed_distances.get(), total, keys.get());
+      QV_LAUNCH_CHECK("metric hit_keys_kernel");
+      range_sort(sort_workspace.get(), sort_bytes, keys.get(), sorted.get(), total, g1 - g0, segment_buffer.get(),
+                 stream);
+      std::vector<uint64_t> sorted_keys(static_cast<size_t>(total));
+      copy_from_device(resources.staging(), resources.device(), sorted_keys.data(), sorted.get(),
+                       sorted_keys.size() * sizeof(uint64_t), stream);
+      for (const uint64_t key : sorted_keys) {
+        const uint32_t bits = uint32_t(key >> 32);
+        float distance;
+        std::memcpy(&distance, &bits, sizeof(distance));
+        out.rows.push_back(int64_t(uint32_t(key)));
+        out.distances.push_back(distance);
       }
+      for (int64_t s = g0; s < g1; ++s)
+        out.lims[size_t(t0 + s + 1)] = out.lims[size_t(t0 + s)] + int64_t(count[size_t(s)]);
       g0 = g1;
     }
     t0 = t1;

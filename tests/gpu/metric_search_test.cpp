@@ -556,6 +556,29 @@ TEST(GpuMetricSearch, SmallTileBudgetGivesTheSameResults) {
                      filter, false, "small budget");
 }
 
+// Thousands of clusters and few queries: the range search's cluster walk runs over several chunks of
+// clusters and several splits a query, the SSS test over several splits of rows; every result
+// equals brute force's, which matches the reference.
+TEST(GpuMetricSearch, ManyClustersSplitOverBlocks) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = shared_resources();
+  const Space space = vectors(4, uniform_vectors(20000, 4, 41));
+  const Space queries = vector_queries(space, 3, 42);
+  Index index = make_index(resources, Metric::l2, space, 8, 6);
+  const Matrix d = distance_matrix(Metric::l2, queries, space);
+  const Filter filters[] = {Filter{}, random_filter(space.size(), 0.5, 43)};
+  for (const Filter& filter : filters) {
+    for (float radius : {0.0f, quantile_radius(d, 0.0005), quantile_radius(d, 0.01), quantile_radius(d, 0.3)}) {
+      const std::string what = "radius " + std::to_string(radius) + (filter.on ? " filtered" : "");
+      const gpu::MetricHits brute = range(resources, *index.device, MetricMethod::brute_force, queries, radius, filter);
+      expect_range_matches(brute, d, radius, filter, false, what + " brute force");
+      for (MetricMethod m : {MetricMethod::list_of_clusters, MetricMethod::sss})
+        expect_same_hits(range(resources, *index.device, m, queries, radius, filter), brute,
+                         what + " " + method_name(m));
+    }
+  }
+}
+
 TEST(GpuMetricSearch, EmptySpaceAndNoQueries) {
   QV_REQUIRE_GPU();
   gpu::Resources& resources = shared_resources();
