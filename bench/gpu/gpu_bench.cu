@@ -613,19 +613,26 @@ int main(int argc, char** argv) {
         const size_t at = size_t(share * double(distances.size()));
         std::nth_element(distances.begin(), distances.begin() + at, distances.end());
         const float radius = distances[at];
-        int64_t found = 0;
-        const Timing tr = time_it(runs, [&] {
-          const gpu::RangeHits hits = gpu::range_search(*resources, Metric::l2, gpu::matrix_data(*matrix),
-                                                        gpu::matrix_norms(*matrix), n, dim, hq.data(), nq, radius);
-          found = int64_t(hits.rows.size());
-        });
-        const gpu::RangeCallStats stats = gpu::last_range_call_stats();
-        std::snprintf(task, sizeof task, "range %lldx%lld, %lld queries, %g%% (r=%.4g)", (long long)n, (long long)dim,
-                      (long long)nq, share * 100, radius);
-        std::snprintf(note, sizeof note, "%.1f hits/query, %.2fx knn k=10, %s, %lld searches, %lld overflows",
-                      double(found) / double(nq), tr.median_ms / tk.median_ms, stats.tf32 ? "tf32" : "sgemm",
-                      (long long)stats.searches, (long long)stats.overflows);
-        report(task, "host-to-host", tr, nq / tr.median_ms * 1e3, "QPS", note);
+        // The default search, then (as the baseline of the fused kernel) TF32 through distance tiles.
+        for (bool fused : {true, false}) {
+          if (!fused && share > 1e-3) continue;
+          gpu::set_range_fused_for_testing(fused);
+          int64_t found = 0;
+          const Timing tr = time_it(runs, [&] {
+            const gpu::RangeHits hits = gpu::range_search(*resources, Metric::l2, gpu::matrix_data(*matrix),
+                                                          gpu::matrix_norms(*matrix), n, dim, hq.data(), nq, radius);
+            found = int64_t(hits.rows.size());
+          });
+          gpu::set_range_fused_for_testing(true);
+          const gpu::RangeCallStats stats = gpu::last_range_call_stats();
+          std::snprintf(task, sizeof task, "range %lldx%lld, %lld queries, %g%% (r=%.4g)%s", (long long)n,
+                        (long long)dim, (long long)nq, share * 100, radius, fused ? "" : ", tiles");
+          std::snprintf(note, sizeof note, "%.1f hits/query, %.2fx knn k=10, %s, %lld searches, %lld overflows",
+                        double(found) / double(nq), tr.median_ms / tk.median_ms,
+                        stats.fused ? "tf32 fused" : stats.tf32 ? "tf32 tiles" : "sgemm", (long long)stats.searches,
+                        (long long)stats.overflows);
+          report(task, "host-to-host", tr, nq / tr.median_ms * 1e3, "QPS", note);
+        }
       }
       CHECK_CUDA(cudaFree(dq));
     }

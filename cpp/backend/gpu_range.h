@@ -2,16 +2,18 @@
 // within a radius of each query, the same rows and distances as the CPU's exact_range
 // (cpp/exact/range.h) evaluated in float32 the way the GPU exact search evaluates them.
 //
-// How: a GEMM (TF32 tensor cores, or SGEMM for small batches and for L2 data whose TF32 error bound
-// is wide next to the radius) gives approximate distances tile by tile; a kernel reading each tile
-// once keeps the rows whose approximate distance lies within the radius plus a rigorous bound on the
-// GEMM's error (the bound of cuda/flat/certify.h), computes their exact float32 distances (gpu.h's
-// ComputeMode: the sum over i in order of (x_i - y_i)^2 with fused multiply-adds, or of x_i y_i),
-// and keeps those that meet the radius. Per query the hits are then sorted on the device (distance,
-// then row) and copied to the host, query block by query block, the copy of one block overlapping
-// the search of the next. Device memory: two distance tiles (ResourcesOptions::tile_bytes) and about
-// 44 bytes per hit of the largest query block, whatever the radius; a block whose hits do not fit
-// what the device can hold is searched again in smaller parts.
+// How: TF32 tensor-core products (or SGEMM for small batches and for L2 data whose TF32 error bound
+// is wide next to the radius) give approximate distances. The rows whose approximate distance lies
+// within the radius plus a rigorous bound on the products' error (the bound of cuda/flat/certify.h)
+// are candidates: TF32 products are filtered in the kernel that computes them where dim is a
+// multiple of 4 up to 128, others through distance tiles a GEMM writes and a kernel reads once. The
+// candidates' exact float32 distances (gpu.h's ComputeMode: the sum over i in order of
+// (x_i - y_i)^2 with fused multiply-adds, or of x_i y_i) decide which meet the radius. Per query the
+// hits are then sorted on the device (distance, then row) and copied to the host, query block by
+// query block, the copy of one block overlapping the search of the next. Device memory: two
+// distance tiles (ResourcesOptions::tile_bytes; none where the products are filtered in their
+// kernel) and about 44 bytes per hit of the largest query block, whatever the radius; a block whose
+// hits do not fit what the device can hold is searched again in smaller parts.
 //
 // Errors as in gpu.h (a build without CUDA: unsupported). Blocks until the results are on the host;
 // keeps no caller pointer.

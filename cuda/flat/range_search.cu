@@ -15,6 +15,9 @@
 // are copied into the results. The next block's search is queued before that copy, so it runs while
 // the host receives the previous block's hits; the two blocks use the two hit buffers.
 //
+// With TF32 products, dim a multiple of 4 up to 128, one kernel per block does both steps
+// (range_fused.h): the products are filtered where they are computed, and no tile is written.
+//
 // Memory stays bounded whatever the radius: a block whose hits overflow its buffer (the filter keeps
 // counting what it drops) is searched again once the buffer has grown to its now known count, or,
 // when the device cannot hold that many, in parts of consecutive queries that fit; the sort runs in
@@ -43,7 +46,9 @@
 #include "cuda/flat/certify.h"
 #include "cuda/flat/compute_modes.h"
 #include "cuda/flat/kernels.h"
+#include "cuda/flat/range_fused.h"
 #include "cuda/flat/range_kernels.h"
+#include "cuda/flat/range_prefault.h"
 #include "cuda/flat/range_search.h"
 #include "cuda/flat/range_sort.h"
 
@@ -80,8 +85,10 @@ static_assert(kDoneEvent + 1 < Resources::kEvents, "Resources::kEvents");
 
 thread_local RangeCallStats call_stats;
 thread_local int64_t hit_limit = 0, sort_limit = 0;  // set_range_buffer_limits_for_testing
+thread_local bool fused_allowed = true;                 // set_range_fused_for_testing
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
 template <typename T>
 PoolBuffer<T> limited_buffer(DevicePool& pool, int64_t count, int64_t limit) {
@@ -212,6 +219,8 @@ void set_range_buffer_limits_for_testing(int64_t hit_entries, int64_t sort_entri
   sort_limit = std::max<int64_t>(0, sort_entries);
 }
 
+void set_range_fused_for_testing(bool allow) { fused_allowed = allow; }
+
 RangeHits range_search(Resources& resources, Metric metric, const float* base, const float* base_norms, int64_t n,
                        int64_t dim, const float* queries, int64_t nq, float radius, const RowFilter& filter,
                        int64_t max_results) {
@@ -231,6 +240,29 @@ RangeHits range_search(Resources& resources, Metric metric, const float* base, c
 
   RangeHits out;
   out.lims.assign(size_t(nq + 1), 0);
+  // The results' capacity beyond their size is faulted in while the search goes on (joined before
+  // any reallocation, and before `out` goes). Capacity grows by half at least: a reallocation
+  // copies the results so far, into pages faulted in first (on several threads) since a copy into
+  // fresh pages runs at the speed of a fault per page.
+  RangePrefault prefault;
+  auto reserve_results = [&](size_t count) {
+    if (out.rows.capacity() >= count) return;
+    count = std::max(count, out.rows.capacity() + out.rows.capacity() / 2);
+    prefault.join();
+    const size_t size = out.rows.size();
+    std::vector<int64_t> rows;
+    std::vector<float> distances;
+    rows.reserve(count);
+    distances.reserve(count);
+    prefault.start({{rows.data(), size * sizeof(int64_t)}, {distances.data(), size * sizeof(float)}});
+    prefault.join();
+    rows.insert(rows.end(), out.rows.begin(), out.rows.end());
+    distances.insert(distances.end(), out.distances.begin(), out.distances.end());
+    out.rows.swap(rows);
+    out.distances.swap(distances);
+    prefault.start({{out.rows.data() + size, (out.rows.capacity() - size) * sizeof(int64_t)},
+                    {out.distances.data() + size, (out.distances.capacity() - size) * sizeof(float)}});
+  };
   const bool l2 = metric == Metric::l2;
   // Squared distances are never negative: nothing to find.
   if (nq == 0 || n == 0 || (l2 && radius < 0)) return out;
@@ -328,8 +360,15 @@ RangeHits range_search(Resources& resources, Metric metric, const float* base, c
   auto columns_for = [&](int64_t rows) {
     return std::min({n4, kMaxTileColumns, std::max(kColumnAlign, tile_floats / rows / kColumnAlign * kColumnAlign)});
   };
-  const int64_t tile_entries = std::min(tile_floats, block_rows * n4);
-  PoolBuffer<float> tiles[2] = {PoolBuffer<float>(pool, tile_entries), PoolBuffer<float>(pool, tile_entries)};
+  // TF32 in one kernel where it fits (range_fused.h): no distance tiles.
+  const bool fused = fused_allowed && tf32 && range_fused_fits(resources.limits(), dim, n) && aligned16(y) &&
+                     aligned16(x) && (!l2 || aligned16(y_norms));
+  call_stats.fused = fused;
+  const int64_t tile_entries = fused ? 0 : std::min(tile_floats, block_rows * n4);
+  PoolBuffer<float> tiles[2];
+  if (!fused) {
+    for (PoolBuffer<float>& tile : tiles) tile = PoolBuffer<float>(pool, tile_entries);
+  }
   HitBuffers hits[2];
   for (HitBuffers& h : hits) h.tally = PoolBuffer<unsigned long long>(pool, 1 + block_rows);
   SortBuffers sort;
@@ -351,8 +390,23 @@ RangeHits range_search(Resources& resources, Metric metric, const float* base, c
     target.row = h.row.get();
     target.value = h.value.get();
     target.capacity = h.capacity;
+    if (fused) {
+      RangeFusedSearch f;
+      f.queries = x + b.q0 * dim;
+      f.rows = b.rows;
+      f.base = y;
+      f.norms = y_norms;
+      f.n = n;
+      f.dim = dim;
+      f.thresholds = thresholds.get() + b.q0;
+      f.filter = filter_bits;
+      f.filter_bits = filter.nbits;
+      f.radius = radius;
+      f.l2 = l2;
+      launch_range_fused(resources.limits(), f, target, s0);
+    }
     int64_t step = 0;
-    for (int64_t c0 = 0; c0 < n; c0 += columns, ++step) {
+    for (int64_t c0 = 0; !fused && c0 < n; c0 += columns, ++step) {
       const int slot = static_cast<int>(step & 1);
       const int64_t cols = std::min(columns, n - c0);
       // The tile buffer is free: the filter that last read it ran on this same stream.
@@ -458,6 +512,7 @@ RangeHits range_search(Resources& resources, Metric metric, const float* base, c
         int64_t* rows_device = reinterpret_cast<int64_t*>(sort.in.get());  // the sort's input is free
         launch_range_decode(sort.out.get(), items, l2, rows_device, sort.distances.get(), sc);
         begin_next();
+        reserve_results(size_t(results + items));
         out.rows.resize(size_t(results + items));
         out.distances.resize(size_t(results + items));
         copy_from_device(staging, device, out.rows.data() + results, rows_device, size_t(items) * sizeof(int64_t), sc);
@@ -514,10 +569,7 @@ RangeHits range_search(Resources& resources, Metric metric, const float* base, c
       const auto estimate = static_cast<int64_t>(per_query * double(rows) * kHeadroom) + kMinHitCapacity;
       hit_target = std::max(hit_target, std::min(estimate, rows * n));
       const auto expected = static_cast<size_t>(double(hits_done) + per_query * double(nq - queries_done) * kHeadroom);
-      if (out.rows.capacity() < expected) {
-        out.rows.reserve(expected);
-        out.distances.reserve(expected);
-      }
+      reserve_results(expected);
     }
     a.block.counts = std::move(counted.counts);
     assemble(a, total, [&] {

@@ -355,6 +355,38 @@ TEST(GpuFlatRange, SmallTilesAndBuffersInParts) {
   ASSERT_NO_FATAL_FAILURE(expect_same(search(*resources, p, radius), want));
 }
 
+// The TF32 search in one kernel (range_fused.h, dim a multiple of 4 up to 128): several query blocks
+// (the last one partial), splits of the base ending inside a tile, a first hit buffer that
+// overflows, a row filter, and a radius covering every row.
+TEST(GpuFlatRange, FusedTf32InBlocks) {
+  QV_REQUIRE_GPU();
+  gpu::ResourcesOptions options = testing::test_resources_options();
+  options.tile_bytes = testing::small_tile_bytes();  // blocks of at most 128 queries
+  auto resources = gpu::make_resources(options);
+  uint32_t seed = 71;
+  for (Metric metric : {Metric::l2, Metric::inner_product}) {
+    for (int64_t dim : {32, 128}) {
+      SCOPED_TRACE(::testing::Message() << metric_name(metric) << " dim " << dim);
+      const Problem p = uniform(metric, testing::sized(4097, 1025), dim, testing::sized(300, 140), seed++);
+      for (double share : {0.002, 0.3}) {
+        SCOPED_TRACE(::testing::Message() << "share " << share);
+        const float radius = radius_for(p, share);
+        ASSERT_NO_FATAL_FAILURE(expect_same(search(*resources, p, radius), reference(p, radius)));
+        const gpu::RangeCallStats stats = gpu::last_range_call_stats();
+        EXPECT_TRUE(stats.fused);
+        if (share > 0.1) EXPECT_GE(stats.overflows, 1);
+      }
+      const float radius = radius_for(p, 0.05);
+      const Bits bits = random_bits(p.n - 100, seed++);
+      ASSERT_NO_FATAL_FAILURE(
+          expect_same(search(*resources, p, radius, bits.rows()), reference(p, radius, &bits)));
+      const float every = metric == Metric::l2 ? 1e30f : -1e30f;
+      const gpu::RangeHits all = search(*resources, p, every);
+      for (int64_t q = 0; q < p.nq; ++q) ASSERT_EQ(all.lims[size_t(q + 1)] - all.lims[size_t(q)], p.n);
+    }
+  }
+}
+
 // ---- the "Flat" index on a CUDA context ----------------------------------------------------------
 
 struct Contexts {
