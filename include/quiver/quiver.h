@@ -274,10 +274,10 @@ typedef struct qv_index qv_index_t;
  *             k-means means, not normalised).
  *             "LC<b>"               List of Clusters, a metric-space index for any true metric
  *                                   (QV_METRIC_L2, _L1, _LINF, _EDIT; inner product and cosine are
- *                                   QV_ERR_UNSUPPORTED): clusters of b objects (1 .. 65536, e.g.
- *                                   "LC32") around centres chosen farthest-first (largest sum of
- *                                   distances to the earlier centres), each with its covering
- *                                   radius. Exact: range and k-NN search prune clusters by the
+ *                                   QV_ERR_UNSUPPORTED): each centre (chosen farthest-first: the
+ *                                   largest sum of distances to the earlier centres) takes the b
+ *                                   objects nearest it of those left (b = 1 .. 65536, e.g. "LC32")
+ *                                   and records its covering radius. Exact: range and k-NN search prune clusters by the
  *                                   triangle inequality and return what brute force returns. No
  *                                   training; the first add builds the clusters, later adds join
  *                                   the first cluster that covers them (or start a new one).
