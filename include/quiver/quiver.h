@@ -277,8 +277,9 @@ typedef struct qv_index qv_index_t;
  *                                   QV_ERR_UNSUPPORTED): each centre (chosen farthest-first: the
  *                                   largest sum of distances to the earlier centres) takes the b
  *                                   objects nearest it of those left (b = 1 .. 65536, e.g. "LC32")
- *                                   and records its covering radius. Exact: range and k-NN search prune clusters by the
- *                                   triangle inequality and return what brute force returns. No
+ *                                   and records its covering radius. Exact: range and k-NN search
+ *                                   prune clusters by the triangle inequality and return what
+ *                                   brute force returns. No
  *                                   training; the first add builds the clusters, later adds join
  *                                   the first cluster that covers them (or start a new one).
  *             "SSS<alpha>" or "SSS<alpha>,P<p>"  Sparse Spatial Selection pivot index (any true
