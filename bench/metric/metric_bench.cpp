@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/fvecs.h"
 #include "cpp/core/context.h"
 #include "cpp/index/factory.h"
 #include "cpp/metric/metric_index.h"
@@ -82,24 +83,6 @@ Workload words_workload(const std::string& path) {
   w.radii = {1, 2, 3};
   w.radius_names = {"r=1", "r=2", "r=3"};
   return w;
-}
-
-std::vector<float> read_fvecs(const std::string& path, int64_t* dim) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) {
-    std::fprintf(stderr, "cannot open %s\n", path.c_str());
-    std::exit(1);
-  }
-  std::vector<float> out;
-  int32_t d = 0;
-  while (std::fread(&d, 4, 1, f) == 1) {
-    const size_t at = out.size();
-    out.resize(at + size_t(d));
-    if (std::fread(out.data() + at, 4, size_t(d), f) != size_t(d)) break;
-  }
-  std::fclose(f);
-  *dim = d;
-  return out;
 }
 
 // Radii (squared for L2) returning 0.01%, 0.1% and 1% of the base, from the pooled distances of

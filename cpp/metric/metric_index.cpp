@@ -204,9 +204,6 @@ MetricIndex::RowHits MetricIndex::cpu_range(const Objects& queries, float r, con
   context().pool().parallel_for(queries.n, [&](int64_t q) {
     const QueryDistance query(metric(), queries, q);
     evaluations += method_->range(query, objects_.view(), r, allowed, per_query[q]);
-    if (options.max_range_results > 0 && static_cast<int64_t>(per_query[q].size()) > options.max_range_results)
-      fail(Status::too_many_results, "range search: query ", q, " has more than max_range_results = ",
-           options.max_range_results, " hits (use a smaller radius or a larger limit)");
     std::sort(per_query[q].begin(), per_query[q].end());
   });
   last_evaluations_ = evaluations.load();

@@ -95,12 +95,15 @@ std::vector<float> SssPivots::pivot_distances(const QueryDistance& query, const 
   return dq;
 }
 
+bool SssPivots::pivot_excludes(float table_value, float query_value, float r) const {
+  const float bound = std::fabs(table_value - query_value);
+  return bound > r + pruning_slack(metric(), bound + r);
+}
+
 bool SssPivots::excluded(int64_t row, const std::vector<float>& dq, float r) const {
   const float* t = table_.data() + row * pivots();
-  for (size_t p = 0; p < dq.size(); ++p) {
-    const float bound = std::fabs(t[p] - dq[p]);
-    if (bound > r + pruning_slack(metric(), bound + r)) return true;
-  }
+  for (size_t p = 0; p < dq.size(); ++p)
+    if (pivot_excludes(t[p], dq[p], r)) return true;
   return false;
 }
 
@@ -108,7 +111,6 @@ int64_t SssPivots::range(const QueryDistance& query, const Objects& objects, flo
                          std::vector<MetricHit>& hits) const {
   const std::vector<float> dq = pivot_distances(query, objects);
   const int64_t count = pivots();
-  const bool exact = metric() == Metric::edit;
   int64_t evaluations = count;
   // Rows a block at a time, pivot by pivot: most rows fall to the first few pivots, and the block's
   // table rows stay in cache while the survivors shrink.
@@ -121,11 +123,8 @@ int64_t SssPivots::range(const QueryDistance& query, const Objects& objects, flo
     for (int64_t p = 0; p < count && kept > 0; ++p) {
       int64_t next = 0;
       for (int64_t i = 0; i < kept; ++i) {
-        const float t = table_[survivors[i] * count + p];
-        // |t - dq| > r excludes; beyond rounding for float distances (slack on t + dq >= the bound).
-        const float limit = exact ? r : r + pruning_slack(metric(), t + dq[p] + r);
         survivors[next] = survivors[i];
-        next += std::fabs(t - dq[p]) <= limit ? 1 : 0;
+        next += pivot_excludes(table_[survivors[i] * count + p], dq[p], r) ? 0 : 1;
       }
       kept = next;
     }

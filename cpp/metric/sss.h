@@ -41,7 +41,9 @@ class SssPivots final : public MetricMethod {
   void add_pivots(ThreadPool& pool, const Objects& objects, int64_t first_row);
   // The query's distances to the pivots.
   std::vector<float> pivot_distances(const QueryDistance& query, const Objects& objects) const;
-  // Whether some pivot p proves d(q, row) > r: |table[row][p] - dq[p]| > r (beyond rounding).
+  // Whether one pivot proves d(q, x) > r: |d(x,p) - d(q,p)| > r, beyond rounding.
+  bool pivot_excludes(float table_value, float query_value, float r) const;
+  // Whether some pivot proves d(q, row) > r.
   bool excluded(int64_t row, const std::vector<float>& dq, float r) const;
 
   float alpha_;

@@ -30,6 +30,7 @@
 #include "cuda/ivf/ivf_device.h"
 #include "cuda/ivf/ivf_kernels.h"
 #include "cuda/ivf/ivf_storage.h"
+#include "cuda/ivf/slot_filter.h"
 #include "cuda/select/select.h"
 
 namespace quiver::gpu {
@@ -201,31 +202,8 @@ IvfRangeHits ivf_range_search(Resources& resources, const IvfDevice& ivf, int64_
   const int64_t hit_budget = std::max<int64_t>(1, kTileBudgets * resources.tile_bytes() / kBytesPerHit);
 
   // ---- inputs ----
-  PoolBuffer<uint32_t> slot_filter;
-  PoolBuffer<uint8_t> id_filter;
-  if (options.filter_bits != nullptr) {
-    const int64_t words = std::max<int64_t>(1, (ivf.arena.capacity + 31) / 32);
-    slot_filter = PoolBuffer<uint32_t>(pool, words);
-    if (ivf.ids_on_host) {
-      std::vector<uint32_t> bits(static_cast<size_t>(words), 0);
-      for (size_t l = 0; l < size_t(ivf.nlist); ++l) {
-        for (int64_t e = 0; e < ivf.size[l]; ++e) {
-          const int64_t slot = ivf.offset[l] + e;
-          const int64_t id = ivf.host_ids[size_t(slot)];
-          if (id >= 0 && id < options.filter_nbits && ((options.filter_bits[id >> 3] >> (id & 7)) & 1))
-            bits[size_t(slot >> 5)] |= 1u << (slot & 31);
-        }
-      }
-      copy_to_device(staging, device, slot_filter.get(), bits.data(), bits.size() * 4, stream);
-    } else {
-      const int64_t bytes = std::max<int64_t>(1, (options.filter_nbits + 7) / 8);
-      id_filter = PoolBuffer<uint8_t>(pool, bytes);
-      if (options.filter_nbits > 0)
-        copy_to_device(staging, device, id_filter.get(), options.filter_bits, size_t(bytes), stream);
-      launch_slot_filter(ivf.arena.ids.get(), ivf.arena.capacity, id_filter.get(), options.filter_nbits,
-                         slot_filter.get(), stream);
-    }
-  }
+  PoolBuffer<uint32_t> slot_filter =
+      upload_slot_filter(resources, ivf, options.filter_bits, options.filter_nbits, stream);
 
   // ---- buffers of a tile ----
   PoolBuffer<float> query_tile, rotated, coarse_keys;

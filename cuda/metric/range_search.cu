@@ -104,24 +104,7 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
     args.query_base = t0;
     args.radius = radius;
 
-    // The method's distances to centres (and where a scan stops) or to pivots.
-    PoolBuffer<float> centre_distances, pivot_distances;
-    PoolBuffer<int32_t> stop;
-    if (lc) {
-      centre_distances = PoolBuffer<float>(pool, slots * device.clusters);
-      raw_distances(scan, args, block_queries, device.centre_rows.get(), device.clusters, centre_distances.get(),
-                    budget / 4);
-      stop = PoolBuffer<int32_t>(pool, slots);
-      args.centre_distances = centre_distances.get();
-      args.stop = stop.get();
-      scan.lc_stop(args, slots, stop.get());
-    }
-    if (sss) {
-      pivot_distances = PoolBuffer<float>(pool, slots * device.pivots);
-      raw_distances(scan, args, block_queries, device.pivot_rows.get(), device.pivots, pivot_distances.get(),
-                    budget / 4);
-      args.pivot_distances = pivot_distances.get();
-    }
+    const MethodDistances method_tables = method_distances(scan, args, device, lc, sss, block_queries, pool, budget / 4);
     args.prune = prune;
     args.begin = 0;
     args.end = n;

@@ -66,4 +66,32 @@ inline void raw_distances(MetricScan& scan, ScanArgs args, const std::vector<int
   scan.launch(args, block_queries, budget);
 }
 
+// A tile's distances to the List of Clusters centres (and where each query's scan stops) or to the
+// SSS pivots, computed once and wired into args for the tile's scans; they live as long as this.
+struct MethodDistances {
+  PoolBuffer<float> centres, pivots;
+  PoolBuffer<int32_t> stop;
+};
+
+inline MethodDistances method_distances(MetricScan& scan, ScanArgs& args, const MetricDevice& device, bool lc,
+                                        bool sss, const std::vector<int64_t>& block_queries, DevicePool& pool,
+                                        int64_t budget) {
+  const int64_t slots = static_cast<int64_t>(block_queries.size());
+  MethodDistances d;
+  if (lc) {
+    d.centres = PoolBuffer<float>(pool, slots * device.clusters);
+    raw_distances(scan, args, block_queries, device.centre_rows.get(), device.clusters, d.centres.get(), budget);
+    d.stop = PoolBuffer<int32_t>(pool, slots);
+    args.centre_distances = d.centres.get();
+    args.stop = d.stop.get();
+    scan.lc_stop(args, slots, d.stop.get());
+  }
+  if (sss) {
+    d.pivots = PoolBuffer<float>(pool, slots * device.pivots);
+    raw_distances(scan, args, block_queries, device.pivot_rows.get(), device.pivots, d.pivots.get(), budget);
+    args.pivot_distances = d.pivots.get();
+  }
+  return d;
+}
+
 }  // namespace quiver::gpu::metric_space

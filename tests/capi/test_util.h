@@ -88,6 +88,18 @@ inline int32_t TestCudaDevice(int32_t count) {
   return device >= 0 && device < count ? device : 0;
 }
 
+// A CUDA context on device `device_id`; empty when there is none.
+inline Context MakeCudaContext(int32_t device_id, int32_t threads = 2) {
+  qv_context_options_t opts;
+  if (qv_context_options_init(&opts) != QV_OK) return Context();
+  opts.device = QV_DEVICE_CUDA;
+  opts.device_id = device_id;
+  opts.cpu_threads = threads;
+  qv_context_t* ctx = nullptr;
+  if (qv_context_create(&opts, &ctx) != QV_OK) return Context();
+  return Context(ctx);
+}
+
 inline Index MakeIndex(qv_context_t* ctx, int64_t dim, qv_metric_t metric,
                        const char* descriptor = "Flat") {
   qv_index_t* idx = nullptr;

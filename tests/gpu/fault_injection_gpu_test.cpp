@@ -11,16 +11,7 @@ namespace {
 
 using namespace qvtest;
 
-Context MakeCudaContext() {
-  qv_context_options_t o;
-  qv_context_options_init(&o);
-  o.device = QV_DEVICE_CUDA;
-  o.device_id = test_device();
-  o.cpu_threads = 2;
-  qv_context_t* ctx = nullptr;
-  if (qv_context_create(&o, &ctx) != QV_OK) return Context();
-  return Context(ctx);
-}
+Context MakeCudaContext() { return qvtest::MakeCudaContext(test_device()); }
 
 template <typename Call>
 qv_status_t with_failure_at(int64_t n, Call call) {
