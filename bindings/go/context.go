@@ -9,16 +9,31 @@ import (
 	"sync"
 )
 
+// MaxDevices is the most CUDA devices one context holds (QV_MAX_DEVICES): the longest
+// ContextOptions.DeviceIDs accepted.
+const MaxDevices = C.QV_MAX_DEVICES
+
 // ContextOptions chooses where a context runs its work. The zero value means the defaults.
 type ContextOptions struct {
 	// Device is DeviceAuto (default: a CUDA device if one is usable, else the CPU), DeviceCPU or
 	// DeviceCUDA.
 	Device DeviceKind
-	// DeviceID is the CUDA device ordinal for DeviceCUDA and DeviceAuto; default 0.
+	// DeviceID is the CUDA device ordinal for DeviceCUDA and DeviceAuto; default 0. Not used when
+	// DeviceIDs or AllDevices chooses several devices.
 	DeviceID int
 	// CPUThreads is the size of the context's own thread pool; 0 (default) is one per core. No
 	// process-wide OpenMP or BLAS setting is changed.
 	CPUThreads int
+	// DeviceIDs are several CUDA devices, by ordinal, for DeviceCUDA and DeviceAuto (instead of
+	// DeviceID); at most MaxDevices. An ordinal may repeat: the repeats are logical devices sharing
+	// one GPU. Plain indexes live on the first device; the "Sharded" and "Replicated" descriptors
+	// spread an index over all of them. DeviceAuto without a usable GPU falls back to the CPU.
+	// Empty (default): DeviceID alone. Not empty with DeviceCPU: NewContext fails with
+	// ErrInvalidArgument. The ordinals are copied; the context keeps no reference to the slice.
+	DeviceIDs []int
+	// AllDevices asks for every visible CUDA device (QV_ALL_DEVICES), as DeviceIDs listing them
+	// all; DeviceIDs must then be empty.
+	AllDevices bool
 }
 
 // Context is where work runs: CPU threads, a CUDA device and the resources it needs. It is safe for
@@ -42,9 +57,30 @@ func NewContext(opts *ContextOptions) (*Context, error) {
 		if opts.CPUThreads < 0 || opts.CPUThreads > math.MaxInt32 {
 			return nil, invalidArgument("CPUThreads %d out of range", opts.CPUThreads)
 		}
+		if len(opts.DeviceIDs) > MaxDevices {
+			return nil, invalidArgument("DeviceIDs has %d ordinals, more than MaxDevices (%d)",
+				len(opts.DeviceIDs), MaxDevices)
+		}
+		if opts.AllDevices && len(opts.DeviceIDs) > 0 {
+			return nil, invalidArgument("AllDevices with %d DeviceIDs: set one or the other",
+				len(opts.DeviceIDs))
+		}
+		for i, id := range opts.DeviceIDs {
+			if id < math.MinInt32 || id > math.MaxInt32 {
+				return nil, invalidArgument("DeviceIDs[%d] %d out of range", i, id)
+			}
+		}
 		o.device = C.qv_device_kind_t(opts.Device)
 		o.device_id = C.int32_t(opts.DeviceID)
 		o.cpu_threads = C.int32_t(opts.CPUThreads)
+		// The ordinals are copied into the C struct's own array: no Go pointer goes to C.
+		for i, id := range opts.DeviceIDs {
+			o.device_ids[i] = C.int32_t(id)
+		}
+		o.device_count = C.int32_t(len(opts.DeviceIDs))
+		if opts.AllDevices {
+			o.device_count = C.QV_ALL_DEVICES
+		}
 	}
 	var h *C.qv_context_t
 	if err := statusError(C.qv_go_context_create(call(C.qv_context_create), &o, &h)); err != nil {
@@ -56,7 +92,7 @@ func NewContext(opts *ContextOptions) (*Context, error) {
 }
 
 // Device returns the device the context resolved to (DeviceAuto becomes DeviceCPU or DeviceCUDA)
-// and its CUDA ordinal, -1 on the CPU.
+// and its CUDA ordinal, -1 on the CPU; on a context of several CUDA devices, the first of them.
 func (c *Context) Device() (DeviceKind, int, error) {
 	h, err := c.acquire()
 	if err != nil {
@@ -71,6 +107,37 @@ func (c *Context) Device() (DeviceKind, int, error) {
 		return 0, 0, err
 	}
 	return DeviceKind(kind), int(id), nil
+}
+
+// Devices returns the CUDA ordinals of the context's devices, in the order they were given (a
+// repeated ordinal once per logical device): one for a single-device CUDA context, none (an empty
+// slice) on the CPU, including DeviceAuto that fell back to the CPU.
+func (c *Context) Devices() ([]int, error) {
+	h, err := c.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer c.mu.RUnlock()
+	var n C.int32_t
+	err = statusError(C.qv_go_context_devices(call(C.qv_context_devices), h, nil, 0, &n))
+	var ids []C.int32_t
+	if err == nil && n > 0 {
+		capacity := n
+		ids = make([]C.int32_t, capacity)
+		err = statusError(C.qv_go_context_devices(call(C.qv_context_devices), h, &ids[0], capacity, &n))
+		if n < capacity {
+			ids = ids[:n] // never happens: a context's devices do not change
+		}
+	}
+	runtime.KeepAlive(c)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out, nil
 }
 
 // Close releases the context; indexes made from it keep working (the C library keeps what they

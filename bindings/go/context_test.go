@@ -1,7 +1,9 @@
 package quiver
 
 import (
+	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -80,6 +82,147 @@ func TestContextInvalidOptions(t *testing.T) {
 	}
 }
 
+func TestContextDevicesCPU(t *testing.T) {
+	for _, o := range []ContextOptions{{Device: DeviceCPU}, {Device: DeviceCPU, DeviceIDs: []int{}}} {
+		ctx, err := NewContext(&o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := ctx.Devices()
+		ctx.Close()
+		if err != nil || ids == nil || len(ids) != 0 {
+			t.Fatalf("Devices() = %v, %v; want an empty list on the CPU", ids, err)
+		}
+	}
+	// The default context lists its one CUDA device, or none on the CPU.
+	ctx := newContext(t)
+	kind, id, err := ctx.Device()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := ctx.Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{id}; kind == DeviceCUDA && !reflect.DeepEqual(ids, want) {
+		t.Errorf("Devices() = %v, want %v", ids, want)
+	} else if kind == DeviceCPU && len(ids) != 0 {
+		t.Errorf("Devices() = %v on the CPU, want none", ids)
+	}
+}
+
+func TestContextDeviceIDsNeedCUDA(t *testing.T) {
+	for _, o := range []ContextOptions{
+		{Device: DeviceCPU, DeviceIDs: []int{0}},
+		{Device: DeviceCPU, DeviceIDs: []int{0, 0}},
+		{Device: DeviceCPU, AllDevices: true},
+	} {
+		ctx, err := NewContext(&o)
+		if err == nil {
+			ctx.Close()
+		}
+		wantError(t, err, ErrInvalidArgument)
+	}
+}
+
+func TestContextDeviceIDsFallBackToCPU(t *testing.T) {
+	n, err := CUDADeviceCount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := NewContext(&ContextOptions{DeviceIDs: []int{0, 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pair.Close()
+	all, err := NewContext(&ContextOptions{AllDevices: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer all.Close()
+	if n == 0 {
+		for _, ctx := range []*Context{pair, all} {
+			if kind, _, err := ctx.Device(); err != nil || kind != DeviceCPU {
+				t.Errorf("Device() = %v, %v; want CPU without a GPU", kind, err)
+			}
+			if ids, err := ctx.Devices(); err != nil || len(ids) != 0 {
+				t.Errorf("Devices() = %v, %v; want none without a GPU", ids, err)
+			}
+		}
+		// DeviceCUDA has no such fallback.
+		for _, o := range []ContextOptions{
+			{Device: DeviceCUDA, DeviceIDs: []int{0}},
+			{Device: DeviceCUDA, AllDevices: true},
+		} {
+			ctx, err := NewContext(&o)
+			if err == nil {
+				ctx.Close()
+			}
+			wantError(t, err, ErrNoDevice)
+		}
+	} else {
+		// A repeated ordinal is two logical devices on one GPU.
+		if ids, err := pair.Devices(); err != nil || !reflect.DeepEqual(ids, []int{0, 0}) {
+			t.Errorf("Devices() = %v, %v; want [0 0]", ids, err)
+		}
+		if kind, id, err := pair.Device(); err != nil || kind != DeviceCUDA || id != 0 {
+			t.Errorf("Device() = %v, %d, %v; want CUDA, 0", kind, id, err)
+		}
+		every := make([]int, n)
+		for i := range every {
+			every[i] = i
+		}
+		if ids, err := all.Devices(); err != nil || !reflect.DeepEqual(ids, every) {
+			t.Errorf("Devices() = %v, %v; want %v", ids, err, every)
+		}
+		ctx, err := NewContext(&ContextOptions{Device: DeviceCUDA, DeviceIDs: []int{0, n}})
+		if err == nil {
+			ctx.Close()
+		}
+		wantError(t, err, ErrNoDevice)
+	}
+	// A negative ordinal is refused by the library whatever the machine.
+	ctx, err := NewContext(&ContextOptions{DeviceIDs: []int{0, -2}})
+	if err == nil {
+		ctx.Close()
+	}
+	wantError(t, err, ErrInvalidArgument)
+}
+
+func TestContextDeviceIDsRefusedInGo(t *testing.T) {
+	if MaxDevices != 64 {
+		t.Fatalf("MaxDevices = %d, want 64", MaxDevices)
+	}
+	tooMany := make([]int, MaxDevices+1)
+	for _, o := range []ContextOptions{
+		{DeviceIDs: tooMany},
+		{Device: DeviceCPU, DeviceIDs: tooMany},
+		{DeviceIDs: []int{0}, AllDevices: true},
+		{DeviceIDs: []int{1 << 40}},
+	} {
+		ctx, err := NewContext(&o)
+		if err == nil {
+			ctx.Close()
+		}
+		wantError(t, err, ErrInvalidArgument)
+		// The package's own message, not the library's.
+		if e, ok := err.(*Error); !ok || !strings.Contains(e.Message, "DeviceIDs") {
+			t.Errorf("got %v, want the package's message about DeviceIDs", err)
+		}
+	}
+	if n, err := CUDADeviceCount(); err == nil && n == 0 {
+		// MaxDevices itself goes on to the library: DeviceAuto falls back to the CPU.
+		ctx, err := NewContext(&ContextOptions{DeviceIDs: tooMany[:MaxDevices]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ctx.Close()
+		if ids, err := ctx.Devices(); err != nil || len(ids) != 0 {
+			t.Errorf("Devices() = %v, %v; want none without a GPU", ids, err)
+		}
+	}
+}
+
 func TestContextClose(t *testing.T) {
 	ctx, err := NewContext(nil)
 	if err != nil {
@@ -96,6 +239,11 @@ func TestContextClose(t *testing.T) {
 	}
 	if _, _, err := ctx.Device(); err == nil {
 		t.Fatal("Device on a closed context succeeded")
+	} else {
+		wantError(t, err, ErrInvalidArgument)
+	}
+	if _, err := ctx.Devices(); err == nil {
+		t.Fatal("Devices on a closed context succeeded")
 	} else {
 		wantError(t, err, ErrInvalidArgument)
 	}

@@ -69,6 +69,12 @@ static inline qv_go_status_t qv_go_context_device(qv_go_call_t call, const qv_co
   return qv_go_status(call, QV_GO_FN(call, qv_context_device)(context, kind, device_id));
 }
 
+static inline qv_go_status_t qv_go_context_devices(qv_go_call_t call, const qv_context_t *context,
+                                                   int32_t *device_ids, int32_t capacity,
+                                                   int32_t *count) {
+  return qv_go_status(call, QV_GO_FN(call, qv_context_devices)(context, device_ids, capacity, count));
+}
+
 static inline qv_go_status_t qv_go_cuda_device_count(qv_go_call_t call, int32_t *count) {
   return qv_go_status(call, QV_GO_FN(call, qv_cuda_device_count)(count));
 }

@@ -22,7 +22,7 @@ Input prepare_input(const Context& context, const char* what, const float* x, in
     input.data = input.storage.data();
   }
   std::vector<float> normalised;
-  input.data = prepare_vectors(what, input.data, n, dim, metric, normalised);
+  input.data = prepare_vectors(context.pool(), what, input.data, n, dim, metric, normalised);
   if (!normalised.empty()) input.storage.swap(normalised);
   return input;
 }

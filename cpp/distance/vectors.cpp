@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 
 #include "cpp/core/error.h"
 #include "cpp/core/simd_level.h"
@@ -10,6 +11,9 @@
 namespace quiver {
 
 namespace {
+
+// Floats one task of prepare_vectors checks: a slice big enough to be worth handing to a thread.
+constexpr int64_t kPreparedFloatsPerTask = int64_t{1} << 17;
 // Independent partial sums let the compiler vectorise without reassociating a single sum.
 constexpr int kLanes = 8;
 // From this length on the AVX2 copies (vectors_avx2.h) pay for the indirect call.
@@ -57,7 +61,11 @@ std::vector<float> squared_norms(const float* x, int64_t n, int64_t dim) {
 }
 
 void check_vectors(const char* what, const float* x, int64_t n, int64_t dim, bool nonzero_rows) {
-  for (int64_t r = 0; r < n; ++r) {
+  check_vector_rows(what, x, 0, n, dim, nonzero_rows);
+}
+
+void check_vector_rows(const char* what, const float* x, int64_t begin, int64_t end, int64_t dim, bool nonzero_rows) {
+  for (int64_t r = begin; r < end; ++r) {
     const float* row = x + r * dim;
     // One vectorised pass: NaN and infinities carry through a sum of squares, so a finite squared
     // norm means every value is finite (the per-value loops run only to name what failed).
@@ -76,13 +84,32 @@ void check_vectors(const char* what, const float* x, int64_t n, int64_t dim, boo
   }
 }
 
-const float* prepare_vectors(const char* what, const float* x, int64_t n, int64_t dim, Metric metric,
-                             std::vector<float>& storage) {
-  check_vectors(what, x, n, dim, metric == Metric::cosine);
-  if (metric != Metric::cosine) return x;
-  storage.resize(static_cast<size_t>(n * dim));
-  normalize_rows(x, n, dim, storage.data());
-  return storage.data();
+const float* prepare_vectors(ThreadPool& pool, const char* what, const float* x, int64_t n, int64_t dim,
+                             Metric metric, std::vector<float>& storage) {
+  const bool cosine = metric == Metric::cosine;
+  if (cosine) storage.resize(static_cast<size_t>(n * dim));
+  // A big batch is checked (and normalised) in slices side by side: one thread would be a visible
+  // part of a GPU search's time. Each slice keeps its error; the first slice's is the one reported.
+  const int64_t rows_per_task = std::max<int64_t>(1, kPreparedFloatsPerTask / dim);
+  const int64_t tasks = (n + rows_per_task - 1) / rows_per_task;
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(tasks));
+  auto prepare = [&](int64_t t) {
+    const int64_t begin = t * rows_per_task, end = std::min(n, begin + rows_per_task);
+    try {
+      check_vector_rows(what, x, begin, end, dim, cosine);
+      if (cosine) normalize_rows(x + begin * dim, end - begin, dim, storage.data() + begin * dim);
+    } catch (...) {
+      errors[t] = std::current_exception();
+    }
+  };
+  if (tasks == 1) {
+    prepare(0);
+  } else {
+    pool.parallel_for(tasks, prepare);
+  }
+  for (const std::exception_ptr& error : errors)
+    if (error) std::rethrow_exception(error);
+  return cosine ? storage.data() : x;
 }
 
 void normalize_rows(const float* x, int64_t n, int64_t dim, float* out) {

@@ -10,6 +10,8 @@
 #include "cpp/index/ivf_spec.h"
 #include "cpp/metric/metric_index.h"
 #include "cpp/metric/metric_spec.h"
+#include "cpp/multi/composite_index.h"
+#include "cpp/multi/multi_spec.h"
 
 namespace quiver {
 
@@ -17,6 +19,7 @@ std::unique_ptr<Index> create_index(Context& context, const std::string& descrip
                                     Metric metric) {
   require(is_known_metric(static_cast<int32_t>(metric)), "metric: ", static_cast<int32_t>(metric),
           " is not a QV_METRIC_* value (L2, INNER_PRODUCT, COSINE, L1, LINF, EDIT)");
+  if (is_multi_descriptor(descriptor)) return create_multi_index(context, context.devices(), descriptor, dim, metric);
   if (is_metric_descriptor(descriptor))
     return std::make_unique<MetricIndex>(context, descriptor, dim, metric, parse_metric_descriptor(descriptor));
   if (!is_valid_metric(static_cast<int32_t>(metric))) {
@@ -43,7 +46,8 @@ std::unique_ptr<Index> create_index(Context& context, const std::string& descrip
        "\" is not a known index kind (known: \"Flat\", \"IVF<nlist>,Flat\", \"IVF<nlist>,PQ<M>\", "
        "\"OPQ<M>,IVF<nlist>,PQ<M>\", with optional \",Refine\" and \",HostIds\" after IVF ones; "
        "\"Graph<R>\" or \"Graph<R>,K<k>\": a graph of out-degree R = 2 .. 1024 pruned from the "
-       "k-NN graph of k neighbours, default k = 2R; metric-space kinds \"LC<b>\" and \"SSS<alpha>\")");
+       "k-NN graph of k neighbours, default k = 2R; metric-space kinds \"LC<b>\" and \"SSS<alpha>\"; any of them over several devices as "
+       "\"Sharded<S>,<kind>\" or \"Replicated<R>,<kind>\")");
 }
 
 }  // namespace quiver

@@ -18,6 +18,7 @@ class FlatIndex final : public Index {
   IndexKind kind() const override { return IndexKind::flat; }
   bool is_trained() const override { return true; }
   int64_t count() const override { return ids_.size(); }
+  bool holds_id(int64_t id) const override { return ids_.row_of(id) >= 0; }
   MemoryUse memory() const override;
 
   void save_payload(ByteWriter& out) const override;

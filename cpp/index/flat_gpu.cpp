@@ -1,11 +1,16 @@
 #include "cpp/index/flat_gpu.h"
 
+#include <algorithm>
+
 #include "cpp/backend/gpu_range.h"
 #include "cpp/index/flat_payload.h"
 
 namespace quiver {
 
 namespace {
+
+// Results one task of rows_to_ids translates.
+constexpr int64_t kTranslatedPerTask = int64_t{1} << 16;
 
 // The backend filters row numbers: an id filter as it is when ids are row numbers, else translated
 // into `storage` (one bit per row).
@@ -47,17 +52,33 @@ void GpuFlatIndex::do_search(int64_t nq, const float* queries, int64_t k,
              queries, nq, k, distances, ids, rows, options.compute_mode);
     return;
   }
+  if (!gpu::is_device_pointer(distances) && !gpu::is_device_pointer(ids)) {
+    // Row numbers land in the caller's host array and become ids there, on the pool's threads.
+    gpu::knn(resources, metric(), gpu::matrix_data(*matrix_), gpu::matrix_norms(*matrix_), count(), dim(),
+             queries, nq, k, distances, ids, rows, options.compute_mode);
+    rows_to_ids(nq * k, ids);
+    return;
+  }
   // Row numbers come back on the host, become ids, and go where the caller wants them.
   std::vector<float> found_distances(static_cast<size_t>(nq * k));
   std::vector<int64_t> found_rows(static_cast<size_t>(nq * k));
   gpu::knn(resources, metric(), gpu::matrix_data(*matrix_), gpu::matrix_norms(*matrix_), count(), dim(),
            queries, nq, k, found_distances.data(), found_rows.data(), rows, options.compute_mode);
-  for (int64_t& r : found_rows)
-    if (r >= 0) r = ids_.ids()[r];
+  rows_to_ids(nq * k, found_rows.data());
   const int64_t distance_bytes = nq * k * static_cast<int64_t>(sizeof(float));
   const int64_t id_bytes = nq * k * static_cast<int64_t>(sizeof(int64_t));
   gpu::copy_memory(resources, distances, found_distances.data(), distance_bytes);
   gpu::copy_memory(resources, ids, found_rows.data(), id_bytes);
+}
+
+void GpuFlatIndex::rows_to_ids(int64_t n, int64_t* rows) const {
+  const int64_t* ids = ids_.data();
+  const int64_t tasks = (n + kTranslatedPerTask - 1) / kTranslatedPerTask;
+  context().pool().parallel_for(tasks, [&](int64_t t) {
+    const int64_t end = std::min(n, (t + 1) * kTranslatedPerTask);
+    for (int64_t i = t * kTranslatedPerTask; i < end; ++i)
+      if (rows[i] >= 0) rows[i] = ids[rows[i]];
+  });
 }
 
 std::vector<float> GpuFlatIndex::host_vectors() const {

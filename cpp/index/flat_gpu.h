@@ -16,6 +16,7 @@ class GpuFlatIndex final : public Index {
   IndexKind kind() const override { return IndexKind::flat; }
   bool is_trained() const override { return true; }
   int64_t count() const override { return ids_.size(); }
+  bool holds_id(int64_t id) const override { return ids_.row_of(id) >= 0; }
   DeviceKind device() const override { return DeviceKind::cuda; }
   MemoryUse memory() const override;
 
@@ -34,6 +35,8 @@ class GpuFlatIndex final : public Index {
 
  private:
   std::vector<float> host_vectors() const;
+  // Replaces the row numbers of n results by their ids (-1 stays -1), in host memory.
+  void rows_to_ids(int64_t n, int64_t* rows) const;
 
   gpu::DeviceMatrixPtr matrix_;
   IdMap ids_;

@@ -46,6 +46,10 @@ class GraphIndex final : public Index {
   IndexKind kind() const override { return IndexKind::graph; }
   bool is_trained() const override { return true; }
   int64_t count() const override { return ids_.size() - removed_count_; }
+  bool holds_id(int64_t id) const override {
+    const int64_t row = ids_.row_of(id);
+    return row >= 0 && !removed_[row];
+  }
   MemoryUse memory() const override;
   DeviceKind device() const override { return context().device(); }
   // Vectors live in host memory; device inputs are copied to the host first.

@@ -10,6 +10,11 @@ namespace quiver {
 const int64_t* check_new_ids(int64_t n, const int64_t* ids, int64_t max_id,
                              const std::unordered_map<int64_t, int64_t>& present,
                              std::vector<int64_t>& assigned) {
+  return check_new_ids(n, ids, max_id, [&](int64_t id) { return present.count(id) > 0; }, assigned);
+}
+
+const int64_t* check_new_ids(int64_t n, const int64_t* ids, int64_t max_id,
+                             const std::function<bool(int64_t)>& present, std::vector<int64_t>& assigned) {
   if (ids == nullptr) {
     assigned.resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) assigned[i] = max_id + 1 + i;
@@ -21,7 +26,7 @@ const int64_t* check_new_ids(int64_t n, const int64_t* ids, int64_t max_id,
     if (ids[i] < 0) fail(Status::invalid_argument, "ids[", i, "] = ", ids[i], " is negative");
     if (!seen.insert(ids[i]).second)
       fail(Status::invalid_argument, "ids[", i, "] = ", ids[i], " appears twice in the call");
-    if (present.count(ids[i]))
+    if (present(ids[i]))
       fail(Status::invalid_argument, "ids[", i, "] = ", ids[i], " is already in the index");
   }
   return ids;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -16,12 +17,20 @@ namespace quiver {
 const int64_t* check_new_ids(int64_t n, const int64_t* ids, int64_t max_id,
                              const std::unordered_map<int64_t, int64_t>& present,
                              std::vector<int64_t>& assigned);
+// The same, with presence asked of a predicate (ids spread over several tables).
+const int64_t* check_new_ids(int64_t n, const int64_t* ids, int64_t max_id,
+                             const std::function<bool(int64_t)>& present, std::vector<int64_t>& assigned);
 
 class IdMap {
  public:
   int64_t size() const { return static_cast<int64_t>(ids_.size()); }
   const int64_t* data() const { return ids_.data(); }
   const std::vector<int64_t>& ids() const { return ids_; }
+  // The row holding id, or -1.
+  int64_t row_of(int64_t id) const {
+    const auto it = row_of_.find(id);
+    return it == row_of_.end() ? -1 : it->second;
+  }
   // True when row r holds id r for every row: results need no translation.
   bool is_identity() const { return identity_; }
 

@@ -26,6 +26,8 @@ enum class IndexKind : uint32_t {
   metric_flat = 5,       // brute force over a metric space ("Flat" of L1, L-infinity, edit distance)
   list_of_clusters = 6,  // "LC<b>"
   sss = 7,               // "SSS<alpha>"
+  sharded = 8,           // "Sharded<S>,<kind>" (cpp/multi/)
+  replicated = 9,        // "Replicated<R>,<kind>"
 };
 
 // SearchOptions::nprobe when the caller leaves it to the index (QV_NPROBE_DEFAULT).
@@ -70,6 +72,8 @@ class Index {
   virtual IndexKind kind() const = 0;
   virtual bool is_trained() const = 0;
   virtual int64_t count() const = 0;
+  // Whether id is one of the index's (live) vectors or objects.
+  virtual bool holds_id(int64_t id) const = 0;
   virtual MemoryUse memory() const = 0;
   virtual DeviceKind device() const { return DeviceKind::cpu; }
   // Whether the kind's train/add/search read device memory directly (GPU kinds); others get host
@@ -96,6 +100,9 @@ class Index {
   virtual void load_payload(ByteReader& in, int64_t count) = 0;
 
  protected:
+  // The multi-device kinds validate a call once and hand it to their parts' do_* members.
+  friend class CompositeIndex;
+
   // Vectors are finite, normalised for cosine, n >= 1; ids validated by the kind (see IdMap).
   virtual void do_train(int64_t n, const float* x) = 0;
   virtual void do_add(int64_t n, const float* x, const int64_t* ids) = 0;

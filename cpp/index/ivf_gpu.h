@@ -31,6 +31,7 @@ class GpuIvfIndex final : public Index {
   IndexKind kind() const override { return spec_.is_pq() ? IndexKind::ivf_pq : IndexKind::ivf_flat; }
   bool is_trained() const override { return model_ != nullptr; }
   int64_t count() const override { return ids_.size(); }
+  bool holds_id(int64_t id) const override { return ids_.list_of(id) >= 0; }
   DeviceKind device() const override { return DeviceKind::cuda; }
   MemoryUse memory() const override;
 

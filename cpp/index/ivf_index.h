@@ -24,6 +24,7 @@ class IvfIndex final : public Index {
   IndexKind kind() const override { return spec_.is_pq() ? IndexKind::ivf_pq : IndexKind::ivf_flat; }
   bool is_trained() const override { return model_ != nullptr; }
   int64_t count() const override { return ids_.size(); }
+  bool holds_id(int64_t id) const override { return ids_.list_of(id) >= 0; }
   MemoryUse memory() const override;
 
   void save_payload(ByteWriter& out) const override;

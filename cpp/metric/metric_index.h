@@ -26,6 +26,7 @@ class MetricIndex final : public Index {
   IndexKind kind() const override;
   bool is_trained() const override { return true; }
   int64_t count() const override { return ids_.size(); }
+  bool holds_id(int64_t id) const override { return ids_.row_of(id) >= 0; }
   MemoryUse memory() const override;
   DeviceKind device() const override { return context().device(); }
   bool reads_device_memory() const override { return false; }

@@ -131,11 +131,22 @@ enum qv_compute_mode_code {
 
 typedef struct qv_context qv_context_t;
 
+/* Most devices one context holds, and the qv_context_options_t.device_count of every visible one. */
+#define QV_MAX_DEVICES 64
+#define QV_ALL_DEVICES (-1)
+
 typedef struct qv_context_options {
   uint32_t struct_size;     /* sizeof(qv_context_options_t), set by qv_context_options_init */
   qv_device_kind_t device;  /* default QV_DEVICE_AUTO */
   int32_t device_id;        /* CUDA device ordinal for QV_DEVICE_CUDA / AUTO; default 0 */
   int32_t cpu_threads;      /* threads of the context's own pool; 0 (default) = one per core */
+  /* Several CUDA devices (QV_DEVICE_CUDA / AUTO): the first device_count ordinals of device_ids, or
+   * QV_ALL_DEVICES for every visible device; 0 (default): device_id alone. An ordinal may repeat: the
+   * repeats are logical devices sharing one GPU. Plain indexes live on the first device; the
+   * "Sharded" and "Replicated" descriptors spread an index over all of them. AUTO without a GPU
+   * falls back to the CPU. */
+  int32_t device_count;
+  int32_t device_ids[QV_MAX_DEVICES];
 } qv_context_options_t;
 
 /* Fills *options with defaults. Returns QV_ERR_INVALID_ARGUMENT if options is NULL. */
@@ -157,6 +168,12 @@ QV_API void qv_context_free(qv_context_t *context);
  * Either output may be NULL. Returns QV_OK, or QV_ERR_INVALID_ARGUMENT for a NULL context. */
 QV_API qv_status_t qv_context_device(const qv_context_t *context, qv_device_kind_t *kind,
                                      int32_t *device_id);
+
+/* The CUDA ordinals of a context's devices, in order: *count receives their number (0 on the CPU)
+ * and device_ids the first min(capacity, *count) of them (device_ids may be NULL when capacity is 0).
+ * Returns QV_OK, or QV_ERR_INVALID_ARGUMENT for a NULL context or count, or a negative capacity. */
+QV_API qv_status_t qv_context_devices(const qv_context_t *context, int32_t *device_ids, int32_t capacity,
+                                      int32_t *count);
 
 /* Number of usable CUDA devices: 0 on a build without CUDA or a machine without a GPU.
  * Returns QV_OK, or QV_ERR_INVALID_ARGUMENT for a NULL count. */

@@ -92,6 +92,11 @@ pub const QV_DEVICE_CPU: qv_device_kind_t = 1;
 /// A CUDA device.
 pub const QV_DEVICE_CUDA: qv_device_kind_t = 2;
 
+/// Most devices one context holds: the length of `qv_context_options_t::device_ids`.
+pub const QV_MAX_DEVICES: i32 = 64;
+/// `qv_context_options_t::device_count` that asks for every visible CUDA device.
+pub const QV_ALL_DEVICES: i32 = -1;
+
 /// Largest k accepted by the k-nearest-neighbour searches.
 pub const QV_MAX_K: u32 = 2048;
 /// `QV_NPROBE_DEFAULT`: `qv_search_params_t::nprobe` that lets an inverted-file index choose.
@@ -142,6 +147,13 @@ pub struct qv_context_options_t {
     pub device_id: i32,
     /// Threads of the context's own pool; 0 (default) = one per core.
     pub cpu_threads: i32,
+    /// Several CUDA devices (`QV_DEVICE_CUDA` / `AUTO`): the first `device_count` ordinals of
+    /// `device_ids`, or `QV_ALL_DEVICES` for every visible device; 0 (default): `device_id` alone.
+    /// An ordinal may repeat (logical devices sharing one GPU). `AUTO` without a GPU falls back to
+    /// the CPU.
+    pub device_count: i32,
+    /// The CUDA ordinals read when `device_count` is 1 ..= `QV_MAX_DEVICES`.
+    pub device_ids: [i32; QV_MAX_DEVICES as usize],
 }
 
 /// `qv_search_params_t`.
@@ -276,6 +288,14 @@ extern "C" {
         context: *const qv_context_t,
         kind: *mut qv_device_kind_t,
         device_id: *mut i32,
+    ) -> qv_status_t;
+    /// The CUDA ordinals of a context's devices, in order: `*count` receives their number (0 on the
+    /// CPU), `device_ids` the first min(capacity, *count) (NULL allowed when capacity is 0).
+    pub fn qv_context_devices(
+        context: *const qv_context_t,
+        device_ids: *mut i32,
+        capacity: i32,
+        count: *mut i32,
     ) -> qv_status_t;
     /// Number of usable CUDA devices (0 on a build without CUDA or a machine without a GPU).
     pub fn qv_cuda_device_count(count: *mut i32) -> qv_status_t;

@@ -33,7 +33,9 @@ macro_rules! describe {
 
 fn layouts() -> (Vec<String>, Vec<String>) {
     describe!(
-        qv_context_options_t { struct_size, device, device_id, cpu_threads }
+        qv_context_options_t {
+            struct_size, device, device_id, cpu_threads, device_count, device_ids
+        }
         qv_search_params_t {
             struct_size, filter, filter_bits, nprobe, search_width, compute_mode, refine_factor,
             max_range_results
@@ -56,6 +58,7 @@ fn layouts() -> (Vec<String>, Vec<String>) {
         QV_COMPUTE_FP32, QV_COMPUTE_TF32, QV_COMPUTE_FP16, QV_COMPUTE_BF16,
         QV_DEVICE_AUTO, QV_DEVICE_CPU, QV_DEVICE_CUDA,
         QV_KNN_GRAPH_AUTO, QV_KNN_GRAPH_EXACT, QV_KNN_GRAPH_APPROXIMATE, QV_MAX_K, QV_NPROBE_DEFAULT,
+        QV_MAX_DEVICES, QV_ALL_DEVICES,
         QV_VERSION_MAJOR, QV_VERSION_MINOR, QV_VERSION_PATCH, QV_VERSION_NUMBER, QV_ABI_VERSION
     )
 }
@@ -109,7 +112,7 @@ fn structs_and_constants_match_the_c_header() {
 #[test]
 fn struct_sizes_on_64_bit_targets() {
     if size_of::<usize>() == 8 {
-        assert_eq!(size_of::<qv_context_options_t>(), 16);
+        assert_eq!(size_of::<qv_context_options_t>(), 276);
         assert_eq!(size_of::<qv_search_params_t>(), 48);
         assert_eq!(size_of::<qv_index_info_t>(), 184);
         assert_eq!(size_of::<qv_kmeans_params_t>(), 24);
@@ -140,6 +143,24 @@ fn the_linked_library_is_the_one_declared() {
             !message.is_null() && *message != 0,
             "a failure leaves a message"
         );
+        let mut o: qv_context_options_t = std::mem::zeroed();
+        assert_eq!(qv_context_options_init(&mut o), QV_OK);
+        assert_eq!(o.struct_size as usize, size_of::<qv_context_options_t>());
+        assert_eq!(o.device_count, 0);
+        o.device = QV_DEVICE_CPU;
+        let mut ctx = std::ptr::null_mut();
+        assert_eq!(qv_context_create(&o, &mut ctx), QV_OK);
+        let mut count = -1;
+        assert_eq!(
+            qv_context_devices(ctx, std::ptr::null_mut(), 0, &mut count),
+            QV_OK
+        );
+        assert_eq!(count, 0, "a CPU context has no CUDA devices");
+        assert_eq!(
+            qv_context_devices(ctx, std::ptr::null_mut(), -1, &mut count),
+            QV_ERR_INVALID_ARGUMENT
+        );
+        qv_context_free(ctx);
         let name = std::ffi::CStr::from_ptr(qv_status_string(QV_ERR_IO));
         assert_eq!(name.to_str().unwrap(), "QV_ERR_IO");
         qv_index_free(std::ptr::null_mut());

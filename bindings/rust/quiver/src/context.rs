@@ -105,13 +105,32 @@ impl Context {
         ContextBuilder::default()
     }
 
-    /// The device this context resolved to (`Auto` becomes `Cpu` or `Cuda`).
+    /// The device this context resolved to (`Auto` becomes `Cpu` or `Cuda`); on a context of
+    /// several CUDA devices, the first of them.
     pub fn device(&self) -> Result<Device> {
         let mut kind = sys::QV_DEVICE_CPU;
         let mut id = -1;
         // SAFETY: a live context; both outputs are valid for writes.
         check(unsafe { sys::qv_context_device(self.inner.raw.as_ptr(), &mut kind, &mut id) })?;
         Device::from_codes(kind, id)
+    }
+
+    /// The CUDA ordinals of this context's devices, in the order they were given (a repeated
+    /// ordinal appears once per logical device); one ordinal for a single-device CUDA context,
+    /// empty on the CPU (including `Auto` that fell back to the CPU).
+    pub fn devices(&self) -> Result<Vec<i32>> {
+        let raw = self.inner.raw.as_ptr();
+        let mut count = 0i32;
+        // SAFETY: a live context; capacity 0 with a NULL array is allowed, count is a valid output.
+        check(unsafe { sys::qv_context_devices(raw, ptr::null_mut(), 0, &mut count) })?;
+        let mut ids = vec![0i32; usize::try_from(count).unwrap_or(0)];
+        if !ids.is_empty() {
+            // SAFETY: a live context; ids holds `count` writable elements, the capacity passed.
+            check(unsafe { sys::qv_context_devices(raw, ids.as_mut_ptr(), count, &mut count) })?;
+            // The library writes min(capacity, count) ordinals; a context's devices never change.
+            ids.truncate(usize::try_from(count).unwrap_or(0));
+        }
+        Ok(ids)
     }
 
     /// The C handle, for calls through `quiver_sys`. It stays valid while this context (or an index
@@ -129,11 +148,13 @@ impl fmt::Debug for Context {
     }
 }
 
-/// Options of a new [`Context`]: device kind, CUDA device ordinal, CPU threads.
+/// Options of a new [`Context`]: device kind, CUDA device ordinal (or several devices), CPU threads.
 ///
 /// ```
 /// # fn main() -> Result<(), quiver::Error> {
 /// let ctx = quiver::Context::builder().device(quiver::DeviceKind::Cpu).cpu_threads(4).build()?;
+/// // Every visible GPU, or the CPU where there is none.
+/// let all = quiver::Context::builder().all_devices().build()?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, Default)]
@@ -141,6 +162,19 @@ pub struct ContextBuilder {
     device: DeviceKind,
     device_id: u32,
     cpu_threads: usize,
+    devices: Devices,
+}
+
+/// The CUDA devices a builder asks for (`qv_context_options_t::device_count` and `device_ids`).
+#[derive(Debug, Clone, Default)]
+enum Devices {
+    /// `device_id` alone (device_count 0).
+    #[default]
+    One,
+    /// These ordinals (device_count = their number; none is the same as `One`).
+    List(Vec<i32>),
+    /// Every visible CUDA device (`QV_ALL_DEVICES`).
+    All,
 }
 
 impl ContextBuilder {
@@ -150,7 +184,8 @@ impl ContextBuilder {
         self
     }
 
-    /// The CUDA device ordinal used by `Cuda` and `Auto`; default 0.
+    /// The CUDA device ordinal used by `Cuda` and `Auto`; default 0. Not used when
+    /// [`devices`](Self::devices) or [`all_devices`](Self::all_devices) chose several devices.
     pub fn device_id(mut self, id: u32) -> Self {
         self.device_id = id;
         self
@@ -163,8 +198,30 @@ impl ContextBuilder {
         self
     }
 
-    /// Creates the context. Errors: `NoDevice` (`Cuda` asked for and no usable device, or a build
-    /// without CUDA), `InvalidArgument`, `Cuda`, `OutOfHostMemory`.
+    /// Several CUDA devices, by ordinal, for `Cuda` and `Auto` (instead of
+    /// [`device_id`](Self::device_id)). An ordinal may repeat: the repeats are logical devices
+    /// sharing one GPU. Plain indexes live on the first device; the "Sharded" and "Replicated"
+    /// descriptors spread an index over all of them. `Auto` without a usable GPU falls back to the
+    /// CPU. An empty slice means `device_id` alone (the default). [`build`](Self::build) refuses
+    /// more than [`MAX_DEVICES`](crate::MAX_DEVICES) ordinals, and any ordinal with
+    /// `DeviceKind::Cpu`, with `InvalidArgument`. Replaces an earlier `devices` or `all_devices`.
+    pub fn devices(mut self, ids: &[i32]) -> Self {
+        self.devices = Devices::List(ids.to_vec());
+        self
+    }
+
+    /// Every visible CUDA device (`QV_ALL_DEVICES`), for `Cuda` and `Auto`, as
+    /// [`devices`](Self::devices) with the ordinals 0, 1, ... of all of them. Replaces an earlier
+    /// `devices`.
+    pub fn all_devices(mut self) -> Self {
+        self.devices = Devices::All;
+        self
+    }
+
+    /// Creates the context. Errors: `NoDevice` (`Cuda` asked for and no usable device, an ordinal
+    /// past the last device, or a build without CUDA), `InvalidArgument` (such as device ordinals
+    /// with `DeviceKind::Cpu`, or more than [`MAX_DEVICES`](crate::MAX_DEVICES) of them), `Cuda`,
+    /// `OutOfHostMemory`.
     pub fn build(&self) -> Result<Context> {
         let device_id = i32::try_from(self.device_id).map_err(|_| {
             Error::invalid_argument(format!("device_id = {} is too large", self.device_id))
@@ -180,6 +237,22 @@ impl ContextBuilder {
         options.device = self.device.code();
         options.device_id = device_id;
         options.cpu_threads = cpu_threads;
+        match &self.devices {
+            Devices::One => {}
+            Devices::List(ids) => {
+                if ids.len() > crate::MAX_DEVICES {
+                    return Err(Error::invalid_argument(format!(
+                        "devices: {} ordinals, more than MAX_DEVICES ({})",
+                        ids.len(),
+                        crate::MAX_DEVICES
+                    )));
+                }
+                options.device_ids[..ids.len()].copy_from_slice(ids);
+                // ids.len() <= QV_MAX_DEVICES (64): the conversion is exact.
+                options.device_count = ids.len() as i32;
+            }
+            Devices::All => options.device_count = sys::QV_ALL_DEVICES,
+        }
         let mut raw = ptr::null_mut();
         // SAFETY: options initialised above; raw is a valid output.
         check(unsafe { sys::qv_context_create(&options, &mut raw) })?;

@@ -5,9 +5,9 @@
 //! results come back as `Vec`s. Indexes of [`Metric::Edit`] hold byte strings instead
 //! ([`Index::add_strings`], [`Index::search_strings`], [`Index::range_search_strings`]). Every
 //! fallible call returns `Result<T, `[`Error`]`>`, whose [`Status`] and message come from the
-//! library. A [`Context`] says where work runs (CPU threads or a CUDA device); an [`Index`] keeps
-//! its context alive, searches through `&self` (share it between threads with an `Arc`) and
-//! changes through `&mut self`.
+//! library. A [`Context`] says where work runs (CPU threads, or one or several CUDA devices:
+//! [`ContextBuilder::devices`]); an [`Index`] keeps its context alive, searches through `&self`
+//! (share it between threads with an `Arc`) and changes through `&mut self`.
 //!
 //! # Quick start
 //!
@@ -78,6 +78,10 @@ pub use quiver_sys as sys;
 
 /// The largest `k` the k-nearest-neighbour searches accept (`QV_MAX_K`).
 pub const MAX_K: usize = sys::QV_MAX_K as usize;
+
+/// The most CUDA devices one context holds (`QV_MAX_DEVICES`): the longest slice
+/// [`ContextBuilder::devices`] accepts.
+pub const MAX_DEVICES: usize = sys::QV_MAX_DEVICES as usize;
 
 /// The C ABI version this crate was built against (`QV_ABI_VERSION`).
 pub const ABI_VERSION: u32 = sys::QV_ABI_VERSION;

@@ -135,6 +135,108 @@ fn context_options_out_of_range_are_refused_in_rust() {
 }
 
 #[test]
+fn a_cpu_context_has_no_cuda_devices() {
+    let ctx = Context::builder()
+        .device(DeviceKind::Cpu)
+        .cpu_threads(2)
+        .build()
+        .unwrap();
+    assert_eq!(ctx.devices().unwrap(), Vec::<i32>::new());
+    // An empty list is device_id alone, which the CPU accepts.
+    let ctx = Context::builder()
+        .device(DeviceKind::Cpu)
+        .devices(&[])
+        .build()
+        .unwrap();
+    assert_eq!(ctx.devices().unwrap(), Vec::<i32>::new());
+}
+
+#[test]
+fn the_default_context_lists_its_one_device() {
+    let ctx = Context::new().unwrap();
+    let device = ctx.device().unwrap();
+    let devices = ctx.devices().unwrap();
+    match device.kind {
+        DeviceKind::Cuda => assert_eq!(devices, vec![device.cuda_id.unwrap() as i32]),
+        _ => assert!(devices.is_empty(), "{devices:?}"),
+    }
+}
+
+#[test]
+fn device_ids_with_the_cpu_kind_are_invalid() {
+    for builder in [
+        Context::builder().device(DeviceKind::Cpu).devices(&[0]),
+        Context::builder().device(DeviceKind::Cpu).devices(&[0, 0]),
+        Context::builder().device(DeviceKind::Cpu).all_devices(),
+    ] {
+        let err = builder.build().unwrap_err();
+        assert_eq!(err.status, Status::InvalidArgument, "{err}");
+        assert!(!err.message.is_empty());
+    }
+}
+
+#[test]
+fn auto_with_device_ids_falls_back_to_the_cpu_without_a_gpu() {
+    let gpus = quiver::cuda_device_count().unwrap();
+    let pair = Context::builder().devices(&[0, 0]).build().unwrap();
+    let all = Context::builder().all_devices().build().unwrap();
+    if gpus == 0 {
+        for ctx in [&pair, &all] {
+            assert_eq!(ctx.device().unwrap().kind, DeviceKind::Cpu);
+            assert_eq!(ctx.devices().unwrap(), Vec::<i32>::new());
+        }
+        // CUDA asked for explicitly has no such fallback.
+        for builder in [
+            Context::builder().device(DeviceKind::Cuda).devices(&[0]),
+            Context::builder().device(DeviceKind::Cuda).all_devices(),
+        ] {
+            let err = builder.build().unwrap_err();
+            assert_eq!(err.status, Status::NoDevice, "{err}");
+        }
+    } else {
+        // A repeated ordinal is two logical devices on one GPU.
+        assert_eq!(pair.devices().unwrap(), vec![0, 0]);
+        let first = pair.device().unwrap();
+        assert_eq!((first.kind, first.cuda_id), (DeviceKind::Cuda, Some(0)));
+        let every: Vec<i32> = (0..gpus as i32).collect();
+        assert_eq!(all.devices().unwrap(), every);
+        let err = Context::builder()
+            .device(DeviceKind::Cuda)
+            .devices(&[0, gpus as i32])
+            .build()
+            .unwrap_err();
+        assert_eq!(err.status, Status::NoDevice, "{err}");
+    }
+    // A negative ordinal is refused by the library whatever the machine.
+    let err = Context::builder().devices(&[0, -2]).build().unwrap_err();
+    assert_eq!(err.status, Status::InvalidArgument, "{err}");
+}
+
+#[test]
+fn too_many_device_ids_are_refused_in_rust() {
+    assert_eq!(quiver::MAX_DEVICES, 64);
+    let ids = vec![0; quiver::MAX_DEVICES + 1];
+    for kind in [DeviceKind::Auto, DeviceKind::Cpu, DeviceKind::Cuda] {
+        let err = Context::builder()
+            .device(kind)
+            .devices(&ids)
+            .build()
+            .unwrap_err();
+        assert_eq!(err.status, Status::InvalidArgument);
+        // This crate's message, not the library's (which would name QV_DEVICE_CPU for Cpu).
+        assert!(err.message.starts_with("devices: 65 ordinals"), "{err}");
+    }
+    if quiver::cuda_device_count().unwrap() == 0 {
+        // MAX_DEVICES itself passes on to the library: Auto falls back to the CPU.
+        let ctx = Context::builder()
+            .devices(&ids[..quiver::MAX_DEVICES])
+            .build()
+            .unwrap();
+        assert_eq!(ctx.devices().unwrap(), Vec::<i32>::new());
+    }
+}
+
+#[test]
 fn contexts_and_indexes_are_send_and_sync() {
     fn send_sync<T: Send + Sync>() {}
     send_sync::<Context>();

@@ -1,0 +1,269 @@
+// Multi-GPU benchmark (issue: replicated and sharded indexes): through the C API, on 1, 2, 4 ...
+// devices of this machine,
+//   - replication: QPS of "Replicated,<kind>" on D devices against the plain <kind> on one device
+//     (targets: >= 1.9x on 2, >= 3.7x on 4, for Flat and IVF-Flat);
+//   - sharding: "Sharded,<kind>" on D devices at k = 100, and the merge overhead: its time against
+//     the time one device takes for one shard's worth of data (target: <= 10%).
+// Times are wall-clock medians of warm repeats of a blocking host-to-host search (the call returns
+// when results are in host memory). Data: synthetic clustered vectors, made here.
+//
+// usage: multi_bench [--n N] [--dim D] [--nq Q] [--max-devices G] [--nprobe P] [--repeats R]
+//                    [--only flat|ivf]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "quiver/quiver.h"
+
+namespace {
+
+struct Options {
+  int64_t n = 1000000, dim = 128, nq = 10000, nprobe = 32;
+  int32_t max_devices = 0;  // 0: every visible device
+  int repeats = 7;
+  std::string only;  // "flat" or "ivf": one kind only
+};
+
+[[noreturn]] void die(const char* what, qv_status_t status) {
+  std::fprintf(stderr, "multi_bench: %s: %s: %s\n", what, qv_status_string(status), qv_last_error_message());
+  std::exit(1);
+}
+
+void check(qv_status_t status, const char* what) {
+  if (status != QV_OK) die(what, status);
+}
+
+// Clustered data: 1000 centres in [-1, 1]^dim, points within 0.3 of theirs (xorshift, fast to make).
+std::vector<float> clustered(int64_t n, int64_t dim, uint64_t seed) {
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  auto uniform = [&state]() {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return static_cast<float>((state >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+  };
+  std::vector<float> centres(static_cast<size_t>(1000 * dim));
+  for (float& c : centres) c = uniform();
+  state ^= seed * 0xD1B54A32D192ED03ull;
+  std::vector<float> x(static_cast<size_t>(n * dim));
+  for (int64_t i = 0; i < n; ++i) {
+    const float* centre = &centres[static_cast<size_t>((uniform() * 0.5f + 0.5f) * 999.0f) * dim];
+    for (int64_t j = 0; j < dim; ++j) x[i * dim + j] = centre[j] + 0.3f * uniform();
+  }
+  return x;
+}
+
+qv_context_t* devices_context(int32_t devices) {
+  qv_context_options_t options;
+  check(qv_context_options_init(&options), "options");
+  options.device = QV_DEVICE_CUDA;
+  options.device_count = devices;
+  for (int32_t d = 0; d < devices; ++d) options.device_ids[d] = d;
+  qv_context_t* context = nullptr;
+  check(qv_context_create(&options, &context), "qv_context_create");
+  return context;
+}
+
+double median_seconds(int repeats, const std::function<void()>& call) {
+  call();  // warm: pools, staging buffers, cuBLAS
+  std::vector<double> samples;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    samples.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+struct Built {
+  qv_index_t* index = nullptr;
+  double build_seconds = 0;
+};
+
+Built build(qv_context_t* context, const std::string& descriptor, const Options& o, const std::vector<float>& base,
+            int64_t n) {
+  Built built;
+  const auto t0 = std::chrono::steady_clock::now();
+  check(qv_index_create(context, descriptor.c_str(), o.dim, QV_METRIC_L2, &built.index), descriptor.c_str());
+  const int64_t sample = std::min<int64_t>(n, 100000);
+  check(qv_index_train(built.index, sample, base.data()), "train");
+  check(qv_index_add(built.index, n, base.data(), nullptr), "add");
+  built.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return built;
+}
+
+struct Timed {
+  double seconds = 0;
+  std::vector<int64_t> ids;
+};
+
+Timed time_search(const qv_index_t* index, const Options& o, const std::vector<float>& queries, uint32_t k,
+                  int64_t nq = 0) {
+  if (nq == 0) nq = o.nq;
+  qv_search_params_t params;
+  check(qv_search_params_init(&params), "params");
+  params.nprobe = static_cast<uint32_t>(o.nprobe);
+  Timed timed;
+  std::vector<float> distances(static_cast<size_t>(nq * k));
+  timed.ids.resize(distances.size());
+  timed.seconds = median_seconds(o.repeats, [&] {
+    check(qv_index_search(index, nq, queries.data(), k, &params, distances.data(), timed.ids.data()), "search");
+  });
+  return timed;
+}
+
+// D plain indexes, one per device, each holding one shard's data, searched at once from D threads:
+// what the devices and the host manage side by side without the sharded kind's merge.
+double concurrent_shards_seconds(const Options& o, const std::vector<float>& base, const std::vector<float>& queries,
+                                 int32_t devices, const std::string& kind) {
+  std::vector<qv_context_t*> contexts;
+  std::vector<qv_index_t*> shards;
+  for (int32_t d = 0; d < devices; ++d) {
+    qv_context_options_t options;
+    check(qv_context_options_init(&options), "options");
+    options.device = QV_DEVICE_CUDA;
+    options.device_id = d;
+    qv_context_t* context = nullptr;
+    check(qv_context_create(&options, &context), "qv_context_create");
+    contexts.push_back(context);
+    shards.push_back(build(context, kind, o, base, o.n / devices).index);
+  }
+  qv_search_params_t params;
+  check(qv_search_params_init(&params), "params");
+  params.nprobe = static_cast<uint32_t>(o.nprobe);
+  std::vector<std::vector<float>> distances(devices, std::vector<float>(static_cast<size_t>(o.nq * 100)));
+  std::vector<std::vector<int64_t>> ids(devices, std::vector<int64_t>(static_cast<size_t>(o.nq * 100)));
+  const double seconds = median_seconds(o.repeats, [&] {
+    std::vector<std::thread> threads;
+    for (int32_t d = 0; d < devices; ++d)
+      threads.emplace_back([&, d] {
+        check(qv_index_search(shards[d], o.nq, queries.data(), 100, &params, distances[d].data(), ids[d].data()),
+              "search");
+      });
+    for (std::thread& t : threads) t.join();
+  });
+  for (qv_index_t* shard : shards) qv_index_free(shard);
+  for (qv_context_t* context : contexts) qv_context_free(context);
+  return seconds;
+}
+
+double overlap(const std::vector<int64_t>& got, const std::vector<int64_t>& want, int64_t nq, int64_t k) {
+  int64_t hits = 0;
+  for (int64_t q = 0; q < nq; ++q) {
+    const std::set<int64_t> row(want.begin() + q * k, want.begin() + (q + 1) * k);
+    for (int64_t i = 0; i < k; ++i) hits += row.count(got[q * k + i]);
+  }
+  return static_cast<double>(hits) / static_cast<double>(nq * k);
+}
+
+double device_gib(const qv_index_t* index) {
+  qv_index_info_t info;
+  check(qv_index_info_init(&info), "info");
+  check(qv_index_info(index, &info), "info");
+  return static_cast<double>(info.device_bytes) / (1u << 30);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--only") {
+      o.only = argv[i + 1];
+      continue;
+    }
+    const int64_t value = std::atoll(argv[i + 1]);
+    if (flag == "--n") o.n = value;
+    else if (flag == "--dim") o.dim = value;
+    else if (flag == "--nq") o.nq = value;
+    else if (flag == "--max-devices") o.max_devices = static_cast<int32_t>(value);
+    else if (flag == "--nprobe") o.nprobe = value;
+    else if (flag == "--repeats") o.repeats = static_cast<int>(value);
+    else {
+      std::fprintf(stderr, "multi_bench: unknown option %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  int32_t visible = 0;
+  check(qv_cuda_device_count(&visible), "device count");
+  if (visible == 0) {
+    std::fprintf(stderr, "multi_bench: no CUDA device\n");
+    return 1;
+  }
+  const int32_t most = o.max_devices > 0 ? std::min(o.max_devices, visible) : visible;
+  std::vector<int32_t> counts;
+  for (int32_t d = 1; d <= most; d *= 2) counts.push_back(d);
+  if (counts.back() != most) counts.push_back(most);
+
+  std::printf("multi_bench: %lld x %lld base, %lld queries, %d visible GPU(s), repeats %d (median)\n",
+              static_cast<long long>(o.n), static_cast<long long>(o.dim), static_cast<long long>(o.nq), visible,
+              o.repeats);
+  const std::vector<float> base = clustered(o.n, o.dim, 1), queries = clustered(o.nq, o.dim, 2);
+
+  for (const std::string kind : {"Flat", "IVF4096,Flat"}) {
+    if (!o.only.empty() && o.only != (kind == "Flat" ? "flat" : "ivf")) continue;
+    // Replication at k = 10 against the plain kind on one device.
+    std::printf("\n== %s, replication, k = 10%s\n", kind.c_str(), kind == "Flat" ? "" : (", nprobe " + std::to_string(o.nprobe)).c_str());
+    std::printf("%-8s %-28s %10s %12s %9s %14s %10s %9s %10s\n", "devices", "descriptor", "ms", "QPS", "vs 1",
+                "one slice ms", "overhead", "same ids", "GiB/GPU");
+    double single_seconds = 0;
+    std::vector<int64_t> single_ids;
+    qv_index_t* single_index = nullptr;
+    std::vector<qv_context_t*> contexts;
+    for (int32_t devices : counts) {
+      qv_context_t* context = devices_context(devices);
+      const std::string descriptor = devices == 1 ? kind : "Replicated," + kind;
+      Built built = build(context, descriptor, o, base, o.n);
+      const Timed t = time_search(built.index, o, queries, 10);
+      if (devices == 1) {
+        single_seconds = t.seconds;
+        single_ids = t.ids;
+        single_index = built.index;
+      }
+      // What one device takes for one replica's slice of the batch: the time replication can reach.
+      const double slice = time_search(single_index, o, queries, 10, o.nq / devices).seconds;
+      std::printf("%-8d %-28s %10.3f %12.0f %8.2fx %14.3f %9.1f%% %9.4f %10.2f\n", devices, descriptor.c_str(),
+                  t.seconds * 1e3, o.nq / t.seconds, single_seconds / t.seconds, slice * 1e3,
+                  (t.seconds / slice - 1) * 100, overlap(t.ids, single_ids, o.nq, 10), device_gib(built.index) / devices);
+      if (devices > 1) qv_index_free(built.index);
+      contexts.push_back(context);
+    }
+    qv_index_free(single_index);
+    for (qv_context_t* context : contexts) qv_context_free(context);
+
+    // Sharding at k = 100: time on D devices against one device holding one shard's data.
+    std::printf("\n== %s, sharding, k = 100\n", kind.c_str());
+    std::printf("%-8s %-28s %10s %12s %14s %10s %16s %9s %10s\n", "devices", "descriptor", "ms", "QPS",
+                "one shard ms", "overhead", "side by side ms", "same ids", "GiB/GPU");
+    std::vector<int64_t> full_ids;
+    for (int32_t devices : counts) {
+      qv_context_t* context = devices_context(devices);
+      const std::string descriptor = devices == 1 ? kind : "Sharded," + kind;
+      Built built = build(context, descriptor, o, base, o.n);
+      const Timed t = time_search(built.index, o, queries, 100);
+      if (devices == 1) full_ids = t.ids;
+      qv_context_t* one = devices_context(1);
+      Built shard = build(one, kind, o, base, o.n / devices);
+      const Timed part = time_search(shard.index, o, queries, 100);
+      const double side_by_side = concurrent_shards_seconds(o, base, queries, devices, kind);
+      std::printf("%-8d %-28s %10.3f %12.0f %14.3f %9.1f%% %16.3f %9.4f %10.2f\n", devices, descriptor.c_str(),
+                  t.seconds * 1e3, o.nq / t.seconds, part.seconds * 1e3, (t.seconds / part.seconds - 1) * 100,
+                  side_by_side * 1e3, overlap(t.ids, full_ids, o.nq, 100), device_gib(built.index) / devices);
+      qv_index_free(shard.index);
+      qv_context_free(one);
+      qv_index_free(built.index);
+      qv_context_free(context);
+    }
+  }
+  return 0;
+}
