@@ -10,8 +10,14 @@
 // warm, the median of 3 runs; the CPU uses --threads threads.
 //
 //   fvecs    a base and query set in .fvecs files (--name it, e.g. fashion-mnist), L2, the same radii
+//
+// --multi-gpu LC<b>: instead, the metric-space paper's multi-GPU strategies on 1, 2, 4 ... GPUs:
+// "LC<b>" on one GPU, the 1-Stage strategy "Sharded,LC<b>" (every GPU searches its own objects for
+// every query) and the 2-Stage strategy "Routed,LC<b>" (clusters of one List of Clusters dealt to
+// the GPUs; the CPU routes each query to the GPUs its ball reaches), range search at every radius.
 // usage: metric_bench [--words FILE] [--vectors N] [--l1 1] [--base-fvecs F --query-fvecs F --name S]
 //                     [--devices cpu,cuda] [--threads 2] [--cpu-queries 2000] [--json FILE]
+//                     [--multi-gpu LC<b>]
 // Built and run by bench/metric_bench.sh.
 #include <algorithm>
 #include <chrono>
@@ -27,6 +33,7 @@
 #include "cpp/core/context.h"
 #include "cpp/index/factory.h"
 #include "cpp/metric/metric_index.h"
+#include "cpp/multi/routed_index.h"
 
 namespace {
 
@@ -190,10 +197,61 @@ void run(const Workload& w, Context& context, const char* device, int64_t nq, FI
   }
 }
 
+// The multi-GPU strategies of List of Clusters (--multi-gpu): time per query batch on 1, 2, 4 ...
+// GPUs, against "LC<b>" on one GPU.
+void run_multi_gpu(const Workload& w, const std::string& lc, int64_t threads, FILE* json) {
+  const int gpus = gpu::device_count();
+  std::vector<double> one_gpu(w.radii.size(), 0.0);
+  for (int devices = 1; devices <= gpus; devices *= 2) {
+    ContextOptions options;
+    options.device = DeviceKind::cuda;
+    options.cpu_threads = static_cast<int32_t>(threads);
+    for (int d = 0; d < devices; ++d) options.device_ids.push_back(d);
+    Context context(options);
+    std::vector<std::string> descriptors{lc};
+    if (devices > 1) descriptors = {"Sharded," + lc, "Routed," + lc};
+    for (const std::string& descriptor : descriptors) {
+      std::unique_ptr<Index> index = create_index(context, descriptor, w.dim, w.metric);
+      auto t0 = Clock::now();
+      if (w.dim) index->add(w.n(), w.base_vectors.data(), nullptr);
+      else index->add_strings(w.base_strings.view(w.n()), nullptr);
+      const double build_s = seconds_since(t0);
+      const auto* routed = dynamic_cast<const RoutedIndex*>(index.get());
+      for (size_t r = 0; r < w.radii.size(); ++r) {
+        std::vector<double> times;
+        RangeResult result;
+        for (int rep = 0; rep < 4; ++rep) {
+          t0 = Clock::now();
+          result = w.dim ? index->range_search(w.nq(), w.query_vectors.data(), w.radii[r], SearchOptions{})
+                         : index->range_search_strings(w.query_strings.view(w.nq()), w.radii[r], SearchOptions{});
+          if (rep > 0) times.push_back(seconds_since(t0));
+        }
+        std::sort(times.begin(), times.end());
+        const double t = times[times.size() / 2];
+        if (devices == 1) one_gpu[r] = t;
+        const double routed_pairs = routed ? routed->last_routed_fraction() : 1.0;
+        std::printf("%-13s gpus %d  %-14s %-6s n %7lld nq %6lld build %8.3f s  %9.3f ms  %8.2f us/query  %5.2fx vs 1 "
+                    "GPU  routed %5.1f%%  %8.2f hits/q\n",
+                    w.name.c_str(), devices, descriptor.c_str(), w.radius_names[r].c_str(), (long long)w.n(),
+                    (long long)w.nq(), build_s, t * 1e3, t / w.nq() * 1e6, one_gpu[r] / t, 100 * routed_pairs,
+                    double(result.lims.back()) / double(w.nq()));
+        if (json)
+          std::fprintf(json,
+                       "{\"bench\":\"metric_multi_gpu\",\"data\":\"%s\",\"gpus\":%d,\"index\":\"%s\",\"radius\":\"%s\","
+                       "\"n\":%lld,\"nq\":%lld,\"build_s\":%.4f,\"search_s\":%.6f,\"speedup\":%.3f,"
+                       "\"routed_fraction\":%.4f}\n",
+                       w.name.c_str(), devices, descriptor.c_str(), w.radius_names[r].c_str(), (long long)w.n(),
+                       (long long)w.nq(), build_s, t, one_gpu[r] / t, routed_pairs);
+      }
+      std::fflush(stdout);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string words_path, json_path, devices = "cpu", base_fvecs, query_fvecs, fvecs_name = "fvecs";
+  std::string words_path, json_path, devices = "cpu", base_fvecs, query_fvecs, fvecs_name = "fvecs", multi_gpu;
   int64_t vectors = 0, threads = 2, cpu_queries = 2000, l1 = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -207,6 +265,7 @@ int main(int argc, char** argv) {
     else if (a == "--threads") threads = std::atoll(argv[i + 1]);
     else if (a == "--cpu-queries") cpu_queries = std::atoll(argv[i + 1]);
     else if (a == "--json") json_path = argv[i + 1];
+    else if (a == "--multi-gpu") multi_gpu = argv[i + 1];
   }
   FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "a");
   std::vector<Workload> workloads;
@@ -217,6 +276,10 @@ int main(int argc, char** argv) {
   std::printf("metric_bench: devices %s, CPU threads %lld, CPU queries %lld (GPU: all)\n", devices.c_str(),
               (long long)threads, (long long)cpu_queries);
   for (const Workload& w : workloads) {
+    if (!multi_gpu.empty()) {
+      run_multi_gpu(w, multi_gpu, threads, json);
+      continue;
+    }
     if (devices.find("cpu") != std::string::npos) {
       ContextOptions options;
       options.device = DeviceKind::cpu;

@@ -28,6 +28,7 @@ enum class IndexKind : uint32_t {
   sss = 7,               // "SSS<alpha>"
   sharded = 8,           // "Sharded<S>,<kind>" (cpp/multi/)
   replicated = 9,        // "Replicated<R>,<kind>"
+  routed = 10,           // "Routed<S>,LC<b>"
 };
 
 // SearchOptions::nprobe when the caller leaves it to the index (QV_NPROBE_DEFAULT).

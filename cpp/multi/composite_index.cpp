@@ -8,27 +8,13 @@
 #include "cpp/index/id_map.h"
 #include "cpp/io/bytes.h"
 #include "cpp/multi/replicated_index.h"
+#include "cpp/multi/routed_index.h"
 #include "cpp/multi/run_parts.h"
 #include "cpp/multi/sharded_index.h"
 
 namespace quiver {
 
-Batch Batch::slice(int64_t begin, int64_t count) const {
-  Batch part = *this;
-  part.n = count;
-  if (dim > 0) {
-    part.vectors = vectors + begin * dim;
-  } else {
-    part.strings.n = count;
-    part.strings.offsets = strings.offsets + begin;
-  }
-  return part;
-}
-
 namespace {
-
-Batch vectors_batch(int64_t n, const float* x, int64_t dim) { return Batch{n, x, dim, {}}; }
-Batch strings_batch(const Strings& x) { return Batch{x.n, nullptr, 0, x}; }
 
 // The part count a new composite starts with: the descriptor's, else one per device (per group of
 // S devices for the replicas of a "Sharded<S>" kind).
@@ -135,10 +121,10 @@ RangeResult CompositeIndex::range_search_in(const Index& part, const Batch& quer
 }
 
 void CompositeIndex::do_add(int64_t n, const float* x, const int64_t* ids) {
-  add_batch(vectors_batch(n, x, dim()), ids);
+  add_batch(Batch::of_vectors(n, x, dim()), ids);
 }
 
-void CompositeIndex::do_add_strings(const Strings& x, const int64_t* ids) { add_batch(strings_batch(x), ids); }
+void CompositeIndex::do_add_strings(const Strings& x, const int64_t* ids) { add_batch(Batch::of_strings(x), ids); }
 
 void CompositeIndex::search_objects(const Batch& queries, int64_t k, const SearchOptions& options,
                                     float* distances, int64_t* ids) const {
@@ -158,22 +144,22 @@ void CompositeIndex::search_objects(const Batch& queries, int64_t k, const Searc
 
 void CompositeIndex::do_search(int64_t nq, const float* queries, int64_t k, const SearchOptions& options,
                                float* distances, int64_t* ids) const {
-  search_objects(vectors_batch(nq, queries, dim()), k, options, distances, ids);
+  search_objects(Batch::of_vectors(nq, queries, dim()), k, options, distances, ids);
 }
 
 void CompositeIndex::do_search_strings(const Strings& queries, int64_t k, const SearchOptions& options,
                                        float* distances, int64_t* ids) const {
-  search_objects(strings_batch(queries), k, options, distances, ids);
+  search_objects(Batch::of_strings(queries), k, options, distances, ids);
 }
 
 RangeResult CompositeIndex::do_range_search(int64_t nq, const float* queries, float radius,
                                             const SearchOptions& options) const {
-  return range_search_batch(vectors_batch(nq, queries, dim()), radius, options);
+  return range_search_batch(Batch::of_vectors(nq, queries, dim()), radius, options);
 }
 
 RangeResult CompositeIndex::do_range_search_strings(const Strings& queries, float radius,
                                                     const SearchOptions& options) const {
-  return range_search_batch(strings_batch(queries), radius, options);
+  return range_search_batch(Batch::of_strings(queries), radius, options);
 }
 
 void CompositeIndex::save_payload(ByteWriter& out) const {
@@ -185,6 +171,7 @@ void CompositeIndex::save_payload(ByteWriter& out) const {
     out.i64(parts_[p]->count());
     parts_[p]->save_payload(out);
   }
+  save_extra(out);
 }
 
 void CompositeIndex::load_payload(ByteReader& in, int64_t count) {
@@ -217,6 +204,7 @@ void CompositeIndex::load_payload(ByteReader& in, int64_t count) {
   } else {
     parts_.swap(loaded);
   }
+  load_extra(in);
 }
 
 std::unique_ptr<Index> create_multi_index(Context& context, const std::vector<Context*>& devices,
@@ -224,6 +212,8 @@ std::unique_ptr<Index> create_multi_index(Context& context, const std::vector<Co
   const MultiSpec spec = parse_multi_descriptor(descriptor);
   if (spec.mode == MultiSpec::Mode::sharded)
     return std::make_unique<ShardedIndex>(context, devices, descriptor, dim, metric, spec);
+  if (spec.mode == MultiSpec::Mode::routed)
+    return std::make_unique<RoutedIndex>(context, devices, descriptor, dim, metric, spec);
   return std::make_unique<ReplicatedIndex>(context, devices, descriptor, dim, metric, spec);
 }
 

@@ -11,20 +11,10 @@
 #include <vector>
 
 #include "cpp/index/index.h"
+#include "cpp/multi/batch.h"
 #include "cpp/multi/multi_spec.h"
 
 namespace quiver {
-
-// Objects passed to a composite: float vectors or byte strings (dim 0), host memory.
-struct Batch {
-  int64_t n = 0;
-  const float* vectors = nullptr;
-  int64_t dim = 0;
-  Strings strings;
-
-  // Rows [begin, begin + count).
-  Batch slice(int64_t begin, int64_t count) const;
-};
 
 class CompositeIndex : public Index {
  public:
@@ -63,6 +53,9 @@ class CompositeIndex : public Index {
                             int64_t* ids) const = 0;
   virtual RangeResult range_search_batch(const Batch& queries, float radius, const SearchOptions& options) const = 0;
   bool replicated() const { return spec_.mode == MultiSpec::Mode::replicated; }
+  // What a mode stores besides its parts (after them in the payload).
+  virtual void save_extra(ByteWriter&) const {}
+  virtual void load_extra(ByteReader&) {}
   // New ids for n objects: ids checked (unique, >= 0, none held) or, for nullptr, the consecutive ids
   // after the largest ever held.
   const int64_t* new_ids(int64_t n, const int64_t* ids, std::vector<int64_t>& assigned) const;

@@ -10,7 +10,7 @@
 
 namespace quiver {
 
-class ShardedIndex final : public CompositeIndex {
+class ShardedIndex : public CompositeIndex {
  public:
   using CompositeIndex::CompositeIndex;
 

@@ -176,7 +176,7 @@ TEST(MultiDevice, StringCompositesAreExact) {
   const auto ref = EditReference(base, queries);
   const std::vector<bool> all(static_cast<size_t>(n), true);
   for (auto& [name, ctx] : Contexts()) {
-    for (const char* descriptor : {"Sharded3,LC7", "Replicated2,Flat", "Replicated2,Sharded2,SSS0.5"}) {
+    for (const char* descriptor : {"Sharded3,LC7", "Replicated2,Flat", "Replicated2,Sharded2,SSS0.5", "Routed3,LC7"}) {
       SCOPED_TRACE(name + " " + descriptor);
       Index index = Create(ctx.get(), descriptor, 0, QV_METRIC_EDIT);
       ASSERT_TRUE(index);
@@ -194,6 +194,53 @@ TEST(MultiDevice, StringCompositesAreExact) {
                                                  nullptr, &raw));
       RangeResult result(raw);
       EXPECT_TRUE(CheckMetricRange(ref, 2.0, 0.0, all, result.get()));
+    }
+  }
+}
+
+// The 2-Stage List of Clusters: clusters placed on parts, queries routed to the parts their balls
+// reach; exact like brute force, before and after later adds and removals, and after a reload.
+TEST(MultiDevice, RoutedListOfClustersIsExact) {
+  const int64_t n = 1500, dim = 10, nq = 40;
+  std::vector<float> base = ClusteredVectors(n, dim, 12, 8, 60);
+  const std::vector<float> queries = ClusteredVectors(nq, dim, 12, 8, 61);
+  for (qv_metric_t metric : {QV_METRIC_L2, QV_METRIC_L1}) {
+    const auto ref = VectorReference(metric, base, queries, dim);
+    std::vector<double> sample;
+    for (const auto& row : ref) sample.insert(sample.end(), row.begin(), row.end());
+    std::sort(sample.begin(), sample.end());
+    const double tol = 1e-4 * (1.0 + sample.back());
+    for (auto& [name, ctx] : Contexts()) {
+      SCOPED_TRACE(name + " " + MetricName(metric));
+      Index index = Create(ctx.get(), "Routed3,LC16", dim, metric);
+      ASSERT_TRUE(index);
+      // The first add places clusters; the second goes by the parts' covering balls.
+      QV_ASSERT_OK(qv_index_add(index.get(), 1200, base.data(), nullptr));
+      QV_ASSERT_OK(qv_index_add(index.get(), n - 1200, base.data() + 1200 * dim, nullptr));
+      std::vector<bool> allowed(static_cast<size_t>(n), true);
+      const int64_t gone[3] = {0, 700, 1499};
+      QV_ASSERT_OK(qv_index_remove(index.get(), 3, gone, nullptr));
+      for (int64_t id : gone) allowed[id] = false;
+      void* data = nullptr;
+      size_t size = 0;
+      QV_ASSERT_OK(qv_index_save_buffer(index.get(), &data, &size));
+      Buffer bytes(data);
+      qv_index_t* raw = nullptr;
+      QV_ASSERT_OK(qv_index_load_buffer(ctx.get(), data, size, &raw));
+      Index loaded(raw);
+      for (qv_index_t* searched : {index.get(), loaded.get()}) {
+        for (double quantile : {0.0, 0.001, 0.01, 0.1}) {
+          const float radius = static_cast<float>(sample[static_cast<size_t>(quantile * (sample.size() - 1))]);
+          qv_range_result_t* result = nullptr;
+          QV_ASSERT_OK(qv_index_range_search(searched, nq, queries.data(), radius, nullptr, &result));
+          RangeResult owned(result);
+          EXPECT_TRUE(CheckMetricRange(ref, radius, tol, allowed, owned.get())) << "radius " << radius;
+        }
+        std::vector<float> distances(static_cast<size_t>(nq * 7));
+        std::vector<int64_t> ids(distances.size());
+        QV_ASSERT_OK(qv_index_search(searched, nq, queries.data(), 7, nullptr, distances.data(), ids.data()));
+        EXPECT_TRUE(CheckMetricKnn(ref, 7, tol, allowed, distances, ids));
+      }
     }
   }
 }
@@ -320,7 +367,8 @@ TEST(MultiDevice, BadDescriptorsAreRefused) {
   auto ctx = MakeCpuContext(1);
   for (const char* descriptor : {"Sharded0,Flat", "Sharded65,Flat", "Sharded,", "Sharded", "Shardedx,Flat",
                                  "Sharded2,Replicated,Flat", "Replicated,Sharded,Flat", "Sharded2,Bogus",
-                                 "Replicated2,Sharded2,Sharded2,Flat", "Sharded2,Sharded2,Flat"}) {
+                                 "Replicated2,Sharded2,Sharded2,Flat", "Sharded2,Sharded2,Flat", "Routed2,Flat",
+                                 "Routed2,SSS0.5", "Replicated,Routed2,LC4", "Routed2,Sharded2,LC4"}) {
     qv_index_t* index = nullptr;
     EXPECT_TRUE(FailsNaming(qv_index_create(ctx.get(), descriptor, 8, QV_METRIC_L2, &index), QV_ERR_INVALID_ARGUMENT,
                             "descriptor"))

@@ -10,6 +10,7 @@
 #include "cpp/multi/composite_index.h"
 #include "cpp/multi/merge_results.h"
 #include "cpp/multi/multi_spec.h"
+#include "cpp/multi/routed_index.h"
 #include "cpp/multi/sharded_index.h"
 
 namespace quiver {
@@ -118,6 +119,28 @@ TEST(ShardedIndex, LargeResultsGoInChunks) {
   for (size_t i = 0; i < want_i.size(); ++i) same += want_i[i] == got_i[i];
   EXPECT_GE(same, static_cast<int64_t>(want_i.size()) * 999 / 1000);  // only float ties may swap
   EXPECT_EQ(got_i[k - 1], -1);
+}
+
+// Clusters dealt to parts keep regions together: a small ball reaches few of the parts.
+TEST(RoutedIndex, SmallBallsReachFewParts) {
+  ContextOptions options;
+  options.device = DeviceKind::cpu;
+  options.cpu_threads = 2;
+  Context context(options);
+  const int64_t n = 4000, nq = 100, dim = 4;
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> uniform(0, 100);
+  std::vector<float> x(static_cast<size_t>(n * dim)), q(static_cast<size_t>(nq * dim));
+  for (float& v : x) v = uniform(rng);
+  for (float& v : q) v = uniform(rng);
+  auto index = create_index(context, "Routed4,LC100", dim, Metric::l1);
+  index->add(n, x.data(), nullptr);
+  const auto& routed = dynamic_cast<const RoutedIndex&>(*index);
+  const RangeResult small = index->range_search(nq, q.data(), 2.0f, SearchOptions{});
+  EXPECT_LT(routed.last_routed_fraction(), 0.6);
+  index->range_search(nq, q.data(), 1000.0f, SearchOptions{});
+  EXPECT_EQ(routed.last_routed_fraction(), 1.0);
+  EXPECT_EQ(small.lims.size(), static_cast<size_t>(nq + 1));
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ constexpr int64_t kMaxLatencyQueries = 1000;  // queries spent on one latency ro
 constexpr double kLatencyBudgetS = 10.0;      // ...or this long, once kProtocolRepeats batches ran
 
 struct Setup {
-  std::string dataset, descriptor, device, gpu;
+  std::string dataset, descriptor, device, gpu;  // device: "cpu", "cuda:0" or "cuda:0,1,2,3"
   qv_metric_t metric;
   std::string mode;  // the GPU's arithmetic (--mode)
   int64_t n, d, nq, k, ntrain;
@@ -206,7 +206,7 @@ std::vector<SweepPoint> sweep_points(const Options &o, const std::string &descri
     throw UsageError("--refine: \"" + descriptor + "\" has no ,Refine component to re-rank with");
   if (refines.empty()) refines.push_back(0);
   std::vector<int64_t> widths = o.get_int_list("width", 1, UINT32_MAX);
-  if (!widths.empty() && descriptor.rfind("Graph", 0) != 0)
+  if (!widths.empty() && descriptor_kind(descriptor).rfind("Graph", 0) != 0)
     throw UsageError("--width: \"" + descriptor + "\" is not a graph index");
   if (widths.empty()) widths.push_back(0);
   std::vector<SweepPoint> points;
@@ -229,13 +229,15 @@ int run_bench(int argc, char **argv) {
             "Plot: python3 bench/plot_curves.py FILE.json (recall@10 vs QPS PNG beside it).",
             {{"dataset", "DATASET", "the data set"},
              {"index", "DESCRIPTOR", "index descriptor: Flat (default), IVF1024,Flat, IVF1024,PQ32, "
-                                     "OPQ32,IVF1024,PQ32, ...,Refine"},
+                                     "OPQ32,IVF1024,PQ32, ...,Refine; over the --gpus devices: "
+                                     "Sharded<S>,<kind>, Replicated<R>,<kind>, Replicated,Sharded<S>,<kind>"},
              {"metric", "METRIC", "l2 | ip | cosine (default l2)"},
              {"k", "K", "neighbours per query (default 10)"},
              {"nq", "N", "use the first N queries (default all)"},
              {"ntrain", "N", "train on the first N base vectors (default all)"},
              {"threads", "N", "CPU threads (default: one per core)"},
              {"device", "KIND", "auto | cpu | cuda (default auto)"},
+             gpus_option(),
              {"repeats", "R", "timed runs per measurement (default 5, the protocol's minimum)"},
              {"nprobe", "LIST", "nprobe sweep, e.g. 1,2,4,8 (IVF; default 1,2,4,... up to "
                                 "min(256, nlist))"},
@@ -270,10 +272,11 @@ int run_bench(int argc, char **argv) {
     json.open(*json_path, std::ios::app);
     if (!json) throw Failure(*json_path + ": cannot open for appending");
   }
-  Context ctx(parse_device(o.get_or("device", "auto")), int(o.get_int("threads", 0, 0, 4096)));
+  const qv_device_kind_t device = parse_device(o.get_or("device", "auto"));
+  Context ctx(device, int(o.get_int("threads", 0, 0, 4096)), parse_gpus(o.get("gpus"), device));
   s.device = ctx.device_name();
   s.threads = ctx.threads();
-  if (ctx.on_cuda()) s.gpu = gpu_model(std::stoi(s.device.substr(5)));
+  if (ctx.on_cuda()) s.gpu = gpu_models(ctx.device_ids());
 
   FloatMatrix base = src.base();
   FloatMatrix queries = src.queries(max_nq);

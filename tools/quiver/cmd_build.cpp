@@ -16,19 +16,22 @@ int run_build(int argc, char **argv) {
             "DATASET: fashion-mnist, synth-100k-128 | synth-1m-128 | synth-10m-96, or a `quiver gen`\n"
             "folder (its base.fvecs). FILE: .fvecs, .bvecs, .npy, or IDX (.gz / -ubyte).",
             {{"data", "FILE|DATASET", "base vectors"},
-             {"index", "DESCRIPTOR", "index descriptor, e.g. \"Flat\" (default Flat)"},
+             {"index", "DESCRIPTOR", "index descriptor, e.g. \"Flat\" (default Flat), \"IVF1024,Flat\", "
+                                     "\"Sharded2,Flat\" (spread over the --gpus devices)"},
              {"metric", "METRIC", "l2 | ip | cosine (default l2)"},
              {"out", "FILE", "where to save the index"},
              {"ntrain", "N", "train on the first N base vectors (default all)"},
              {"threads", "N", "CPU threads (default: one per core)"},
-             {"device", "KIND", "auto | cpu | cuda (default auto)"}});
+             {"device", "KIND", "auto | cpu | cuda (default auto)"},
+             gpus_option()});
   if (!o.parse(argc, argv, 2)) return 0;
   const DataSource src(o.require("data"));
   const std::string descriptor = o.get_or("index", "Flat");
   const qv_metric_t metric = parse_metric(o.get_or("metric", "l2"));
   const std::string out = o.require("out");
   const int64_t ntrain = o.get_int("ntrain", kAllRows, 1, kAllRows);
-  Context ctx(parse_device(o.get_or("device", "auto")), int(o.get_int("threads", 0, 0, 4096)));
+  const qv_device_kind_t device = parse_device(o.get_or("device", "auto"));
+  Context ctx(device, int(o.get_int("threads", 0, 0, 4096)), parse_gpus(o.get("gpus"), device));
 
   Stopwatch load_clock;
   FloatMatrix base = src.base();

@@ -30,7 +30,8 @@ int run_gen(int argc, char **argv) {
              {"seed", "S", "seed (default 1); queries use a stream derived from it"},
              {"out", "DIR", "output folder (created if missing)"},
              {"threads", "N", "CPU threads for the ground truth (default: one per core)"},
-             {"device", "KIND", "auto | cpu | cuda for the ground truth (default auto)"}});
+             {"device", "KIND", "auto | cpu | cuda for the ground truth (default auto)"},
+             gpus_option()});
   if (!o.parse(argc, argv, 2)) return 0;
 
   SynthSpec spec;
@@ -50,6 +51,7 @@ int run_gen(int argc, char **argv) {
   const std::string out = o.require("out");
   const int threads = int(o.get_int("threads", 0, 0, 4096));
   const qv_device_kind_t device = parse_device(o.get_or("device", "auto"));
+  const GpuList gpus = parse_gpus(o.get("gpus"), device);
 
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
@@ -65,7 +67,7 @@ int run_gen(int argc, char **argv) {
   write_fvecs(out + "/query.fvecs", queries);
   std::printf("  vectors written in %.2f s\n", gen_clock.seconds());
 
-  Context ctx(device, threads);
+  Context ctx(device, threads, gpus);
   Stopwatch gt_clock;
   const int64_t depth = std::min(kGroundTruthDepth, spec.n);
   IdMatrix gt = exact_knn(ctx, QV_METRIC_L2, base, queries, depth);

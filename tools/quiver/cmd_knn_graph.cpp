@@ -59,7 +59,8 @@ int run_knn_graph(int argc, char **argv) {
              {"out", "FILE", "write the neighbour ids as .ivecs"},
              {"json", "", "print one JSON object with the results"},
              {"threads", "N", "CPU threads (default: one per core)"},
-             {"device", "KIND", "auto | cpu | cuda (default auto)"}});
+             {"device", "KIND", "auto | cpu | cuda (default auto)"},
+             gpus_option()});
   if (!o.parse(argc, argv, 2)) return 0;
   const DataSource src(o.require("base"));
   const int64_t k = o.get_int("k", 32, 1, QV_MAX_K - 1);
@@ -77,7 +78,8 @@ int run_knn_graph(int argc, char **argv) {
   params.recall_sample = o.get_int("sample", 0, 0, INT64_MAX);
   params.seed = uint64_t(o.get_int("seed", 1234, 0, INT64_MAX));
   const bool json = o.has("json");
-  Context ctx(parse_device(o.get_or("device", "auto")), int(o.get_int("threads", 0, 0, 4096)));
+  const qv_device_kind_t device = parse_device(o.get_or("device", "auto"));
+  Context ctx(device, int(o.get_int("threads", 0, 0, 4096)), parse_gpus(o.get("gpus"), device));
 
   Stopwatch load_clock;
   const FloatMatrix base = src.base();

@@ -50,7 +50,8 @@ int run_search(int argc, char **argv) {
              {"refine", "F", "re-ranking factor of a \",Refine\" index (default: the index's)"},
              {"out", "FILE", "write result ids as .ivecs"},
              {"threads", "N", "CPU threads (default: one per core)"},
-             {"device", "KIND", "auto | cpu | cuda (default auto)"}});
+             {"device", "KIND", "auto | cpu | cuda (default auto)"},
+             gpus_option()});
   if (!o.parse(argc, argv, 2)) return 0;
   const std::string index_path = o.require("index");
   const DataSource src(o.require("queries"));
@@ -59,7 +60,8 @@ int run_search(int argc, char **argv) {
   const int64_t refine = o.get_int("refine", 0, 0, UINT32_MAX);
   const std::optional<std::string> out = o.get("out");
   if (out && !ends_with(*out, ".ivecs")) throw UsageError("--out: results are written as .ivecs");
-  Context ctx(parse_device(o.get_or("device", "auto")), int(o.get_int("threads", 0, 0, 4096)));
+  const qv_device_kind_t device = parse_device(o.get_or("device", "auto"));
+  Context ctx(device, int(o.get_int("threads", 0, 0, 4096)), parse_gpus(o.get("gpus"), device));
 
   Index index = Index::load(ctx, index_path);
   const qv_index_info_t info = index.info();

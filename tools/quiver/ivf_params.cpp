@@ -32,6 +32,16 @@ int64_t descriptor_nlist(const std::string &descriptor) {
   return 0;
 }
 
+std::string descriptor_kind(const std::string &descriptor) {
+  size_t start = 0;
+  while (descriptor.compare(start, 7, "Sharded") == 0 || descriptor.compare(start, 10, "Replicated") == 0) {
+    const size_t comma = descriptor.find(',', start);
+    if (comma == std::string::npos) break;  // malformed: the library's to reject
+    start = comma + 1;
+  }
+  return descriptor.substr(start);
+}
+
 bool descriptor_has_refine(const std::string &descriptor) {
   const std::vector<std::string> parts = components(descriptor);
   return std::any_of(parts.begin(), parts.end(),

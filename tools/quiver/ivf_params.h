@@ -14,6 +14,10 @@ constexpr int64_t kMaxDefaultNprobe = 256;
 // nlist of the descriptor's "IVF<nlist>" component ("OPQ32,IVF1024,PQ32" -> 1024); 0 when it has none.
 int64_t descriptor_nlist(const std::string &descriptor);
 
+// The per-device kind of a multi-device descriptor: its leading "Sharded<S>" and "Replicated<R>"
+// components dropped ("Replicated,Sharded2,Graph32" -> "Graph32"); any other descriptor unchanged.
+std::string descriptor_kind(const std::string &descriptor);
+
 // True when the descriptor has a re-ranking component (",Refine").
 bool descriptor_has_refine(const std::string &descriptor);
 

@@ -49,6 +49,20 @@ std::string gpu_model(int ordinal) {
   return m.empty() ? "unknown GPU" : m;
 }
 
+std::string gpu_models(const std::vector<int32_t> &ordinals) {
+  std::vector<int32_t> gpus;  // distinct GPUs, first appearance first
+  for (int32_t id : ordinals)
+    if (std::find(gpus.begin(), gpus.end(), id) == gpus.end()) gpus.push_back(id);
+  std::vector<std::string> models;
+  for (int32_t id : gpus) models.push_back(gpu_model(id));
+  if (models.empty()) return "";
+  if (std::all_of(models.begin(), models.end(), [&](const std::string &m) { return m == models[0]; }))
+    return models.size() == 1 ? models[0] : std::to_string(models.size()) + " x " + models[0];
+  std::string out;
+  for (size_t i = 0; i < models.size(); ++i) out += (i ? ", " : "") + models[i];
+  return out;
+}
+
 std::string command_line(int argc, char **argv) {
   std::string out;
   for (int i = 0; i < argc; ++i) {
