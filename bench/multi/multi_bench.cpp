@@ -121,10 +121,13 @@ Timed time_search(const qv_index_t* index, const Options& o, const std::vector<f
   return timed;
 }
 
-// D plain indexes, one per device, each holding one shard's data, searched at once from D threads:
-// what the devices and the host manage side by side without the sharded kind's merge.
-double concurrent_shards_seconds(const Options& o, const std::vector<float>& base, const std::vector<float>& queries,
-                                 int32_t devices, const std::string& kind) {
+// D plain indexes, one per device, searched at once from D threads: what the devices and the host
+// manage side by side without the composite kinds. Sharding (replicas false): each holds one shard's
+// data and searches every query at k = 100. Replication: each holds all the data and searches its
+// slice of the queries at k = 10.
+double side_by_side_seconds(const Options& o, const std::vector<float>& base, const std::vector<float>& queries,
+                            int32_t devices, const std::string& kind, bool replicas) {
+  const uint32_t k = replicas ? 10 : 100;
   std::vector<qv_context_t*> contexts;
   std::vector<qv_index_t*> shards;
   for (int32_t d = 0; d < devices; ++d) {
@@ -135,18 +138,21 @@ double concurrent_shards_seconds(const Options& o, const std::vector<float>& bas
     qv_context_t* context = nullptr;
     check(qv_context_create(&options, &context), "qv_context_create");
     contexts.push_back(context);
-    shards.push_back(build(context, kind, o, base, o.n / devices).index);
+    shards.push_back(build(context, kind, o, base, replicas ? o.n : o.n / devices).index);
   }
   qv_search_params_t params;
   check(qv_search_params_init(&params), "params");
   params.nprobe = static_cast<uint32_t>(o.nprobe);
-  std::vector<std::vector<float>> distances(devices, std::vector<float>(static_cast<size_t>(o.nq * 100)));
-  std::vector<std::vector<int64_t>> ids(devices, std::vector<int64_t>(static_cast<size_t>(o.nq * 100)));
+  std::vector<std::vector<float>> distances(devices, std::vector<float>(static_cast<size_t>(o.nq * k)));
+  std::vector<std::vector<int64_t>> ids(devices, std::vector<int64_t>(static_cast<size_t>(o.nq * k)));
   const double seconds = median_seconds(o.repeats, [&] {
     std::vector<std::thread> threads;
     for (int32_t d = 0; d < devices; ++d)
       threads.emplace_back([&, d] {
-        check(qv_index_search(shards[d], o.nq, queries.data(), 100, &params, distances[d].data(), ids[d].data()),
+        const int64_t begin = replicas ? d * o.nq / devices : 0;
+        const int64_t count = replicas ? (d + 1) * o.nq / devices - begin : o.nq;
+        check(qv_index_search(shards[d], count, queries.data() + begin * o.dim, k, &params, distances[d].data(),
+                              ids[d].data()),
               "search");
       });
     for (std::thread& t : threads) t.join();
@@ -214,8 +220,8 @@ int main(int argc, char** argv) {
     if (!o.only.empty() && o.only != (kind == "Flat" ? "flat" : "ivf")) continue;
     // Replication at k = 10 against the plain kind on one device.
     std::printf("\n== %s, replication, k = 10%s\n", kind.c_str(), kind == "Flat" ? "" : (", nprobe " + std::to_string(o.nprobe)).c_str());
-    std::printf("%-8s %-28s %10s %12s %9s %14s %10s %9s %10s\n", "devices", "descriptor", "ms", "QPS", "vs 1",
-                "one slice ms", "overhead", "same ids", "GiB/GPU");
+    std::printf("%-8s %-28s %10s %12s %9s %14s %10s %16s %9s %10s\n", "devices", "descriptor", "ms", "QPS", "vs 1",
+                "one slice ms", "overhead", "side by side ms", "same ids", "GiB/GPU");
     double single_seconds = 0;
     std::vector<int64_t> single_ids;
     qv_index_t* single_index = nullptr;
@@ -232,9 +238,11 @@ int main(int argc, char** argv) {
       }
       // What one device takes for one replica's slice of the batch: the time replication can reach.
       const double slice = time_search(single_index, o, queries, 10, o.nq / devices).seconds;
-      std::printf("%-8d %-28s %10.3f %12.0f %8.2fx %14.3f %9.1f%% %9.4f %10.2f\n", devices, descriptor.c_str(),
+      const double side_by_side = devices > 1 ? side_by_side_seconds(o, base, queries, devices, kind, true) : slice;
+      std::printf("%-8d %-28s %10.3f %12.0f %8.2fx %14.3f %9.1f%% %16.3f %9.4f %10.2f\n", devices, descriptor.c_str(),
                   t.seconds * 1e3, o.nq / t.seconds, single_seconds / t.seconds, slice * 1e3,
-                  (t.seconds / slice - 1) * 100, overlap(t.ids, single_ids, o.nq, 10), device_gib(built.index) / devices);
+                  (t.seconds / slice - 1) * 100, side_by_side * 1e3, overlap(t.ids, single_ids, o.nq, 10),
+                  device_gib(built.index) / devices);
       if (devices > 1) qv_index_free(built.index);
       contexts.push_back(context);
     }
@@ -255,7 +263,7 @@ int main(int argc, char** argv) {
       qv_context_t* one = devices_context(1);
       Built shard = build(one, kind, o, base, o.n / devices);
       const Timed part = time_search(shard.index, o, queries, 100);
-      const double side_by_side = concurrent_shards_seconds(o, base, queries, devices, kind);
+      const double side_by_side = side_by_side_seconds(o, base, queries, devices, kind, false);
       std::printf("%-8d %-28s %10.3f %12.0f %14.3f %9.1f%% %16.3f %9.4f %10.2f\n", devices, descriptor.c_str(),
                   t.seconds * 1e3, o.nq / t.seconds, part.seconds * 1e3, (t.seconds / part.seconds - 1) * 100,
                   side_by_side * 1e3, overlap(t.ids, full_ids, o.nq, 100), device_gib(built.index) / devices);

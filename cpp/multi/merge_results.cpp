@@ -21,10 +21,10 @@ constexpr int64_t kQueriesPerTask = 64;
 
 }  // namespace
 
-void merge_knn(ThreadPool& pool, Metric metric, int64_t nq, int64_t k, const std::vector<PartResult>& parts,
+void merge_knn(ThreadPool& pool, Metric metric, int64_t nq, int64_t k, const PartResult* parts, int64_t parts_count,
                float* distances, int64_t* ids) {
   const Closer closer{larger_is_closer(metric)};
-  const size_t count = parts.size();
+  const size_t count = static_cast<size_t>(parts_count);
   const int64_t tasks = (nq + kQueriesPerTask - 1) / kQueriesPerTask;
   pool.parallel_for(tasks, [&](int64_t task) {
     std::vector<int64_t> head(count);

@@ -19,7 +19,7 @@ struct PartResult {
 
 // The best k of every query over all parts into distances / ids (nq x k host arrays); rows with
 // fewer than k results end with id -1 and missing_distance(metric).
-void merge_knn(ThreadPool& pool, Metric metric, int64_t nq, int64_t k, const std::vector<PartResult>& parts,
+void merge_knn(ThreadPool& pool, Metric metric, int64_t nq, int64_t k, const PartResult* parts, int64_t count,
                float* distances, int64_t* ids);
 
 // Every part's hits of each query, sorted closest first.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <thread>
 
 #include "cpp/core/error.h"
 #include "cpp/multi/run_parts.h"
@@ -13,7 +14,7 @@ namespace {
 
 // Bytes of the shards' result buffers of one search: its queries go in chunks that fit them. A set
 // is kept for the next search (one set per concurrent caller).
-constexpr int64_t kKeptBufferBytes = int64_t{256} << 20;
+constexpr int64_t kKeptBufferBytes = int64_t{512} << 20;
 
 bool out_of_device_memory(const std::exception_ptr& error) {
   try {
@@ -108,26 +109,45 @@ void ShardedIndex::search_batch(const Batch& queries, int64_t k, const SearchOpt
     return;
   }
   // Queries go in chunks whose shard results fit the kept buffers: memory stays bounded and the
-  // buffers are reused, not allocated and faulted in, whatever the batch.
+  // buffers are reused, not allocated and faulted in, whatever the batch. Two sets of buffers: the
+  // merge of one chunk runs while the shards search the next.
   const int64_t bytes_per_query = parts * k * static_cast<int64_t>(sizeof(float) + sizeof(int64_t));
-  const int64_t chunk = std::max<int64_t>(1, kKeptBufferBytes / bytes_per_query);
-  std::vector<PartResult> results = take_buffers();
-  results.resize(static_cast<size_t>(parts));
-  for (int64_t begin = 0; begin < queries.n; begin += chunk) {
+  const int64_t chunk = std::max<int64_t>(1, kKeptBufferBytes / (2 * bytes_per_query));
+  std::vector<PartResult> buffers = take_buffers();
+  buffers.resize(static_cast<size_t>(2 * parts));
+  std::thread merging;
+  std::exception_ptr error, merge_error;  // merge_error: written by the merging thread only
+  auto finish_merge = [&] {
+    if (merging.joinable()) merging.join();
+    if (merge_error && !error) error = merge_error;
+  };
+  for (int64_t begin = 0, round = 0; begin < queries.n && !error; begin += chunk, ++round) {
     const Batch slice = queries.slice(begin, std::min(chunk, queries.n - begin));
-    const std::vector<std::exception_ptr> errors = run_parts(parts, [&](int64_t p) {
-      results[p].distances.resize(static_cast<size_t>(slice.n * k));
-      results[p].ids.resize(static_cast<size_t>(slice.n * k));
-      search_in(*parts_[p], slice, k, options, results[p].distances.data(), results[p].ids.data());
-    });
-    for (const std::exception_ptr& error : errors) {
-      if (!error) continue;
-      give_back(std::move(results));
-      std::rethrow_exception(error);
+    PartResult* set = buffers.data() + (round % 2) * parts;
+    for (const std::exception_ptr& failed : run_parts(parts, [&](int64_t p) {
+           set[p].distances.resize(static_cast<size_t>(slice.n * k));
+           set[p].ids.resize(static_cast<size_t>(slice.n * k));
+           search_in(*parts_[p], slice, k, options, set[p].distances.data(), set[p].ids.data());
+         }))
+      if (failed && !error) error = failed;
+    finish_merge();  // the previous chunk's, whose buffers the next round reuses
+    if (error) break;
+    auto merge = [this, set, parts, slice, k, distances, ids, begin, &merge_error] {
+      try {
+        merge_knn(context().pool(), metric(), slice.n, k, set, parts, distances + begin * k, ids + begin * k);
+      } catch (...) {
+        merge_error = std::current_exception();
+      }
+    };
+    if (begin + chunk >= queries.n) {
+      merge();  // the last chunk: nothing to overlap with
+    } else {
+      merging = std::thread(merge);
     }
-    merge_knn(context().pool(), metric(), slice.n, k, results, distances + begin * k, ids + begin * k);
   }
-  give_back(std::move(results));
+  finish_merge();
+  give_back(std::move(buffers));
+  if (error) std::rethrow_exception(error);
 }
 
 std::vector<PartResult> ShardedIndex::take_buffers() const {

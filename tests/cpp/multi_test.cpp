@@ -67,13 +67,13 @@ TEST(MergeKnn, TakesTheBestKWithTiesByIdAndPadding) {
   parts[1] = {{1, 2, 5}, {4, 20, 50}};
   std::vector<float> d(3);
   std::vector<int64_t> ids(3);
-  merge_knn(pool, Metric::l2, 1, 3, parts, d.data(), ids.data());
+  merge_knn(pool, Metric::l2, 1, 3, parts.data(), 2, d.data(), ids.data());
   EXPECT_EQ(ids, (std::vector<int64_t>{4, 10, 20}));
   EXPECT_EQ(d, (std::vector<float>{1, 1, 2}));
   // Similarities: larger first; fewer than k hits in all: padded.
   parts[0] = {{0.9f, -inf, -inf}, {1, -1, -1}};
   parts[1] = {{0.95f, -inf, -inf}, {2, -1, -1}};
-  merge_knn(pool, Metric::inner_product, 1, 3, parts, d.data(), ids.data());
+  merge_knn(pool, Metric::inner_product, 1, 3, parts.data(), 2, d.data(), ids.data());
   EXPECT_EQ(ids, (std::vector<int64_t>{2, 1, -1}));
   EXPECT_EQ(d[2], -inf);
 }
