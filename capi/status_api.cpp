@@ -19,6 +19,7 @@ const char* qv_status_string(qv_status_t status) {
     case QV_ERR_INTERNAL: return "QV_ERR_INTERNAL";
     case QV_ERR_CANCELLED: return "QV_ERR_CANCELLED";
     case QV_ERR_TOO_MANY_RESULTS: return "QV_ERR_TOO_MANY_RESULTS";
+    case QV_ERR_REMOTE: return "QV_ERR_REMOTE";
     default: return "QV_ERR_UNKNOWN";
   }
 }

@@ -18,6 +18,8 @@ packages=(
   dataset-fashion-mnist  # the data set of scripts/demo.sh
   abigail-tools          # abidw / abidiff for scripts/check_abi.sh
   wspanish               # Spanish word list: the metric-space benchmark's strings (bench/metric)
+  libopenmpi-dev         # MPI for libquiver_mpi (the distributed index, QUIVER_MPI)
+  openmpi-bin            # mpirun, for its tests and benchmark
 )
 # The Rust binding needs cargo; one from rustup (~/.cargo/bin) serves as well as Debian's.
 if [[ -d "$root/bindings/rust" ]] && ! command -v cargo >/dev/null 2>&1 && [[ ! -x "$HOME/.cargo/bin/cargo" ]]; then

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # What CI runs (.ci/run): installs what is missing, then
-#   1. build/       Release, QUIVER_CUDA=AUTO (the CUDA backend compiles where nvcc is found)
-#   2. ctest        every suite but `gpu` (GPU tests also skip themselves without a device)
+#   1. build/       Release, QUIVER_CUDA=AUTO (the CUDA backend compiles where nvcc is found),
+#                   QUIVER_MPI=AUTO (libquiver_mpi where MPI is found: setup.sh installs Open MPI)
+#   2. ctest        every suite but `gpu` (GPU tests also skip themselves without a device), the
+#                   distributed index under mpirun -np 1, 2, 4 (label mpi) included
 #   3. symbols      scripts/check_symbols.sh: libquiver.so exports exactly abi/symbols.txt
 #      install      scripts/check_install.sh: install to a temporary prefix, build and run a consumer
 #                   through find_package (both targets) and pkg-config (shared and --static)
@@ -123,6 +125,18 @@ fi
 # HOOK (binding authors): the environment each binding's tests get. Both link the release build in
 # build/: Rust links build/libquiver.a (QUIVER_LIB_DIR, which also holds quiver_link.txt), Go links
 # build/libquiver.so through the #cgo lines in bindings/go (CFLAGS: include/ and build/include).
+# Where the build made build/libquiver_mpi.so (Open MPI found), each binding's tests run a second time
+# with its distributed index: cargo feature `mpi` (which links build/libquiver_mpi.so and
+# build/libquiver.so, and libmpi) and go build tag `quiver_mpi`. They run as one process, an MPI
+# singleton (no mpirun); Open MPI refuses root unless told, and CI machines run as root.
+mpi_test_env() {
+  local dirs mpi_lib_dir
+  read -ra dirs <<<"$(mpicc --showme:libdirs 2>/dev/null)"
+  mpi_lib_dir=$(IFS=:; echo "${dirs[*]}")
+  mpi_lib_dir=${mpi_lib_dir:-/usr/lib/x86_64-linux-gnu/openmpi/lib}
+  export LD_LIBRARY_PATH="$root/build:$mpi_lib_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+}
 if [[ -d bindings/rust ]]; then
   if [[ $build_ok -eq 1 ]] && command -v cargo >/dev/null 2>&1; then
     rust_test() {
@@ -131,6 +145,14 @@ if [[ -d bindings/rust ]]; then
           cargo test --offline --workspace)
     }
     step rust rust_test
+    if [[ -f build/libquiver_mpi.so ]]; then
+      rust_mpi_test() {
+        (cd bindings/rust && mpi_test_env &&
+          QUIVER_LIB_DIR="$root/build" QUIVER_CUDA=AUTO CARGO_TARGET_DIR="$root/bindings/rust/target" \
+            cargo test --offline --workspace --features mpi)
+      }
+      step rust-mpi rust_mpi_test
+    fi
   else
     skip rust "$([[ $build_ok -eq 1 ]] && echo "cargo not found" || echo "the build failed")"
   fi
@@ -144,6 +166,14 @@ if [[ -d bindings/go ]]; then
           go vet ./... && go test -race -count=1 ./...)
     }
     step go go_test
+    if [[ -f build/libquiver_mpi.so ]]; then
+      go_mpi_test() {
+        (cd bindings/go && mpi_test_env &&
+          export GOPROXY=off GOTOOLCHAIN=local CGO_ENABLED=1 &&
+          go vet -tags quiver_mpi ./... && go test -race -count=1 -tags quiver_mpi ./...)
+      }
+      step go-mpi go_mpi_test
+    fi
   else
     skip go "$([[ $build_ok -eq 1 ]] && echo "go not found" || echo "the build failed")"
   fi

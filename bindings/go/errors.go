@@ -27,6 +27,7 @@ const (
 	StatusInternal          Status = C.QV_ERR_INTERNAL             // a bug in quiver
 	StatusCancelled         Status = C.QV_ERR_CANCELLED            // a progress callback asked the call to stop
 	StatusTooManyResults    Status = C.QV_ERR_TOO_MANY_RESULTS     // a range search query passed SearchParams.MaxRangeResults
+	StatusRemote            Status = C.QV_ERR_REMOTE               // a distributed call failed on another process, or timed out
 )
 
 // StatusString returns the C name of a status, e.g. "QV_ERR_INVALID_ARGUMENT"; unknown codes give
@@ -72,6 +73,7 @@ var (
 	ErrInternal          = &Error{Status: StatusInternal}
 	ErrCancelled         = &Error{Status: StatusCancelled}
 	ErrTooManyResults    = &Error{Status: StatusTooManyResults}
+	ErrRemote            = &Error{Status: StatusRemote}
 )
 
 // statusError turns what a helper of quiver_go.h returned into nil or an *Error, freeing the

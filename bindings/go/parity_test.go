@@ -8,11 +8,15 @@ import (
 	"testing"
 )
 
-// TestParity checks that every function of quiver.h is called from the package, as C.<name>.
+// TestParity checks that every function of quiver.h (and of quiver_mpi.h, bound in files of the
+// build tag quiver_mpi, which are read whatever the tags) is called from the package, as C.<name>.
 func TestParity(t *testing.T) {
 	header, err := os.ReadFile(filepath.Join("..", "..", "include", "quiver", "quiver.h"))
 	if err != nil {
 		t.Skipf("no header beside the package: %v", err)
+	}
+	if mpi, err := os.ReadFile(filepath.Join("..", "..", "include", "quiver", "quiver_mpi.h")); err == nil {
+		header = append(header, mpi...)
 	}
 	sources, err := filepath.Glob("*.go")
 	if err != nil {

@@ -3,7 +3,9 @@
 // k-nearest-neighbour and range search over byte strings by edit distance (MetricEdit).
 //
 // The package mirrors the C API of include/quiver/quiver.h one function for one function, and links
-// the shared library libquiver.so built from the same repository.
+// the shared library libquiver.so built from the same repository. Built with the tag quiver_mpi, it
+// also binds include/quiver/quiver_mpi.h (DistIndex, an index spread over the processes of an MPI
+// communicator) and links libquiver_mpi.so and Open MPI.
 //
 // Vectors are row-major []float32: n vectors of dimension dim are one slice of n*dim floats.
 // Slices are read or written only during a call; the library keeps no pointer to Go memory.

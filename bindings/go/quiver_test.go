@@ -34,6 +34,7 @@ func TestStatusString(t *testing.T) {
 		StatusInternal:          "QV_ERR_INTERNAL",
 		StatusCancelled:         "QV_ERR_CANCELLED",
 		StatusTooManyResults:    "QV_ERR_TOO_MANY_RESULTS",
+		StatusRemote:            "QV_ERR_REMOTE",
 		Status(999):             "QV_ERR_UNKNOWN",
 	}
 	for s, want := range names {
@@ -49,7 +50,7 @@ func TestStatusString(t *testing.T) {
 func TestErrorIs(t *testing.T) {
 	sentinels := []*Error{ErrInvalidArgument, ErrOutOfHostMemory, ErrOutOfDeviceMemory, ErrCUDA,
 		ErrNoDevice, ErrNotTrained, ErrUnsupported, ErrIO, ErrCorruptData, ErrVersionMismatch, ErrInternal,
-		ErrCancelled, ErrTooManyResults}
+		ErrCancelled, ErrTooManyResults, ErrRemote}
 	for _, s := range sentinels {
 		err := fmt.Errorf("wrapped: %w", &Error{Status: s.Status, Message: "details"})
 		for _, other := range sentinels {

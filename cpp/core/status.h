@@ -18,6 +18,7 @@ enum class Status : int {
   internal = 11,
   cancelled = 12,
   too_many_results = 13,
+  remote = 14,  // a distributed call failed on another process, or it did not answer in time
 };
 
 }  // namespace quiver

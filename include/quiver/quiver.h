@@ -58,8 +58,10 @@ enum qv_status_code {
                                       does not read */
   QV_ERR_INTERNAL = 11,            /* a bug in quiver; please report it with the message */
   QV_ERR_CANCELLED = 12,           /* a progress callback asked the call to stop */
-  QV_ERR_TOO_MANY_RESULTS = 13     /* a range search query found more hits than
+  QV_ERR_TOO_MANY_RESULTS = 13,    /* a range search query found more hits than
                                     * qv_search_params_t.max_range_results allows */
+  QV_ERR_REMOTE = 14               /* a distributed call (quiver_mpi.h) failed on another process,
+                                    * or it did not answer in time */
 };
 
 /* The name of a status code, e.g. "QV_ERR_INVALID_ARGUMENT". Never NULL; unknown codes give

@@ -30,6 +30,7 @@ TEST(CapiStatus, EveryCodeHasItsName) {
       {QV_ERR_INTERNAL, "QV_ERR_INTERNAL"},
       {QV_ERR_CANCELLED, "QV_ERR_CANCELLED"},
       {QV_ERR_TOO_MANY_RESULTS, "QV_ERR_TOO_MANY_RESULTS"},
+      {QV_ERR_REMOTE, "QV_ERR_REMOTE"},
   };
   for (const auto& c : cases) {
     const char* s = qv_status_string(c.code);
@@ -41,7 +42,7 @@ TEST(CapiStatus, EveryCodeHasItsName) {
 }
 
 TEST(CapiStatus, UnknownCodes) {
-  for (qv_status_t code : {14, 100, -1, -12345, INT32_MAX, INT32_MIN}) {
+  for (qv_status_t code : {15, 100, -1, -12345, INT32_MAX, INT32_MIN}) {
     const char* s = qv_status_string(code);
     ASSERT_NE(s, nullptr) << code;
     EXPECT_STREQ(s, "QV_ERR_UNKNOWN") << "code " << code;

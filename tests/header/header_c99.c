@@ -1,6 +1,7 @@
 /* quiver.h compiles as strict C99 (-std=c99 -Wall -Wextra -pedantic -Werror), on its own, and the
  * library linked matches the header it was built from. */
 #include "quiver/quiver.h"
+#include "quiver/quiver_mpi.h" /* declarations only: compiles without mpi.h */
 
 #include <stddef.h>
 #include <stdio.h>

@@ -1,5 +1,6 @@
 // quiver.h compiles as C++ (C++11, -Wall -Wextra -pedantic -Werror), on its own, with C linkage.
 #include "quiver/quiver.h"
+#include "quiver/quiver_mpi.h"  // declarations only: compiles without mpi.h
 
 #include <cstddef>
 #include <cstdio>

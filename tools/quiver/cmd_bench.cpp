@@ -5,17 +5,16 @@
 // bench/plot_curves.py turns them into the recall-QPS plot.
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <fstream>
 
+#include "bench_common.h"
 #include "cli.h"
 #include "commands.h"
 #include "dataset.h"
+#include "dist_bench.h"
 #include "errors.h"
 #include "eval.h"
 #include "index_build.h"
-#include "ivf_params.h"
-#include "json.h"
 #include "library.h"
 #include "machine.h"
 #include "progress.h"
@@ -24,55 +23,18 @@
 namespace qvtool {
 namespace {
 
-constexpr int64_t kRecallDepth = 10;       // the protocol's recall@10
-constexpr int kProtocolRepeats = 5;        // BENCHMARKS.md: median of at least 5 runs
 constexpr int64_t kLatencyBatches[] = {1, 100};
 constexpr int64_t kMaxLatencyQueries = 1000;  // queries spent on one latency row at most...
 constexpr double kLatencyBudgetS = 10.0;      // ...or this long, once kProtocolRepeats batches ran
 
-struct Setup {
-  std::string dataset, descriptor, device, gpu;  // device: "cpu", "cuda:0" or "cuda:0,1,2,3"
-  qv_metric_t metric;
-  std::string mode;  // the GPU's arithmetic (--mode)
-  int64_t n, d, nq, k, ntrain;
-  int threads, repeats;
-  double train_s, add_s;
-  int64_t host_bytes, device_bytes;  // the built index's memory (qv_index_info)
-  double build_s() const { return train_s + add_s; }
-};
-
-// One point of the parameter sweep; 0 leaves the parameter at the index's default.
-struct SweepPoint {
-  int64_t nprobe = 0;
-  int64_t refine = 0;
-  int64_t width = 0;  // graph indexes' search_width
-};
-
-std::string point_label(const SweepPoint &p) {
-  std::string out;
-  if (p.nprobe) out = "nprobe=" + std::to_string(p.nprobe);
-  if (p.refine) out += (out.empty() ? "" : ",") + std::string("refine=") + std::to_string(p.refine);
-  if (p.width) out += (out.empty() ? "" : ",") + std::string("width=") + std::to_string(p.width);
-  return out;
-}
-
-struct Row {
-  SweepPoint point;
-  int64_t batch;
-  double search_s;  // median seconds per batch
-  double recall10;  // NaN when k < 10
-  double recall_k;
-  int64_t runs;  // timed runs (throughput) or timed batches (latency) behind the median
-};
-
 class Bench {
  public:
-  Bench(const Index &index, const FloatMatrix &queries, const IdMatrix &gt, const Setup &s)
+  Bench(const Index &index, const FloatMatrix &queries, const IdMatrix &gt, const BenchSetup &s)
       : index_(index), queries_(queries), gt_(gt), s_(s),
         dist_(size_t(queries.rows * s.k)), ids_(size_t(queries.rows * s.k)) {}
 
   // All queries in one call: warm-up, then the median of s.repeats runs.
-  Row throughput(const SweepPoint &point) {
+  BenchRow throughput(const SweepPoint &point) {
     qv_search_params_t p = params(point);
     search(0, queries_.rows, p);  // warm-up: first-touch allocations, caches, GPU clocks
     std::vector<double> times;
@@ -89,7 +51,7 @@ class Bench {
   }
 
   // Consecutive batches of `batch` queries, each its own call; the median per-batch time.
-  Row latency(const SweepPoint &point, int64_t batch) {
+  BenchRow latency(const SweepPoint &point, int64_t batch) {
     qv_search_params_t p = params(point);
     const int64_t batches = std::min(queries_.rows, kMaxLatencyQueries) / batch;
     search(0, batch, p);  // warm-up
@@ -109,15 +71,7 @@ class Bench {
   }
 
  private:
-  qv_search_params_t params(const SweepPoint &point) const {
-    qv_search_params_t p;
-    check(qv_search_params_init(&p), "qv_search_params_init");
-    if (point.nprobe) p.nprobe = uint32_t(point.nprobe);  // else QV_NPROBE_DEFAULT from _init
-    p.refine_factor = uint32_t(point.refine);
-    p.search_width = uint32_t(point.width);
-    p.compute_mode = parse_compute_mode(s_.mode);
-    return p;
-  }
+  qv_search_params_t params(const SweepPoint &point) const { return search_params(point, s_.mode); }
 
   // Searches queries [q0, q0 + nq), writing their rows of the result buffers.
   void search(int64_t q0, int64_t nq, const qv_search_params_t &p) {
@@ -126,9 +80,9 @@ class Bench {
           "searching");
   }
 
-  Row finish(const SweepPoint &point, int64_t batch, const std::vector<double> &times,
-             int64_t answered) {
-    Row r{point, batch, median(times), NAN, NAN, int64_t(times.size())};
+  BenchRow finish(const SweepPoint &point, int64_t batch, const std::vector<double> &times,
+                  int64_t answered) {
+    BenchRow r{point, batch, median(times), NAN, NAN, int64_t(times.size())};
     if (s_.k >= kRecallDepth) r.recall10 = recall_at(ids_.data(), answered, s_.k, gt_, kRecallDepth);
     r.recall_k = recall_at(ids_.data(), answered, s_.k, gt_, std::min(s_.k, gt_.cols));
     return r;
@@ -137,48 +91,15 @@ class Bench {
   const Index &index_;
   const FloatMatrix &queries_;
   const IdMatrix &gt_;
-  const Setup &s_;
+  const BenchSetup &s_;
   std::vector<float> dist_;
   std::vector<int64_t> ids_;
 };
 
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string json_line(const Setup &s, const Row &r, const std::string &command) {
-  JsonObject params;
-  if (r.point.nprobe) params.add("nprobe", r.point.nprobe);
-  if (r.point.refine) params.add("refine", r.point.refine);
-  if (r.point.width) params.add("search_width", r.point.width);
-  if (s.mode != "fp32") params.add("compute_mode", s.mode);
-  JsonObject machine;
-  machine.add("cpu", cpu_model()).add("cores", cpu_cores()).add("load1", load_average());
-  if (!s.gpu.empty()) machine.add("gpu", s.gpu);
-  JsonObject j;
-  j.add("dataset", s.dataset).add("n", s.n).add("d", s.d).add("nq", s.nq).add("k", s.k)
-      .add("metric", metric_name(s.metric)).add("index", s.descriptor).add("params", params)
-      .add("device", s.device).add("threads", s.threads).add("batch", r.batch)
-      .add("build_s", s.build_s()).add("train_s", s.train_s).add("add_s", s.add_s)
-      .add("ntrain", s.ntrain).add("index_host_bytes", s.host_bytes)
-      .add("index_device_bytes", s.device_bytes)
-      .add("search_s", r.search_s).add("qps", double(r.batch) / r.search_s)
-      .add("recall10", r.recall10).add("recall_at_k", r.recall_k).add("repeats", r.runs)
-      .add("machine", machine).add("quiver_version", qv_version_string())
-      .add("command", command).add("time", utc_now());
-  if (r.batch < s.nq) j.add("latency_ms", r.search_s * 1e3);
-  return j.str();
-}
-
 // The table's first column: wide enough for the longest descriptors ("OPQ32,IVF4096,PQ32,Refine").
-int index_width(const Setup &s) { return std::max(20, int(s.descriptor.size())); }
+int index_width(const BenchSetup &s) { return std::max(20, int(s.descriptor.size())); }
 
-void print_row(const Setup &s, const Row &r) {
+void print_row(const BenchSetup &s, const BenchRow &r) {
   std::string params = point_label(r.point);
   if (s.mode != "fp32") params += (params.empty() ? "" : ",") + s.mode;
   if (params.empty()) params = "-";
@@ -188,32 +109,6 @@ void print_row(const Setup &s, const Row &r) {
   std::printf("%-*s %-20s %7lld %12.6f %12.0f %9s %10.3f\n", index_width(s), s.descriptor.c_str(),
               params.c_str(), (long long)r.batch, r.search_s, double(r.batch) / r.search_s, recall,
               s.build_s());
-}
-
-// The sweep: --refine factors (outer) x --nprobe values; an IVF descriptor without --nprobe gets the
-// default powers of two. Values the descriptor cannot take fail here, before minutes of building.
-std::vector<SweepPoint> sweep_points(const Options &o, const std::string &descriptor) {
-  const int64_t nlist = descriptor_nlist(descriptor);
-  std::vector<int64_t> nprobes = o.get_int_list("nprobe", 1, UINT32_MAX);
-  if (nprobes.empty()) nprobes = default_nprobe_sweep(nlist);
-  for (int64_t p : nprobes)
-    if (nlist && p > nlist)
-      throw UsageError("--nprobe: " + std::to_string(p) + " is above nlist = " +
-                       std::to_string(nlist) + " of \"" + descriptor + "\"");
-  std::vector<int64_t> refines = o.get_int_list("refine", 1, UINT32_MAX);
-  // The library ignores the factor elsewhere; rows labelled with it would mislead.
-  if (!refines.empty() && !descriptor_has_refine(descriptor))
-    throw UsageError("--refine: \"" + descriptor + "\" has no ,Refine component to re-rank with");
-  if (refines.empty()) refines.push_back(0);
-  std::vector<int64_t> widths = o.get_int_list("width", 1, UINT32_MAX);
-  if (!widths.empty() && descriptor_kind(descriptor).rfind("Graph", 0) != 0)
-    throw UsageError("--width: \"" + descriptor + "\" is not a graph index");
-  if (widths.empty()) widths.push_back(0);
-  std::vector<SweepPoint> points;
-  for (int64_t refine : refines)
-    for (int64_t nprobe : nprobes)
-      for (int64_t width : widths) points.push_back({nprobe, refine, width});
-  return points;
 }
 
 }  // namespace
@@ -226,7 +121,10 @@ int run_bench(int argc, char **argv) {
             "--width sweep of graph indexes.\n"
             "DATASET: fashion-mnist, synth-100k-128 | synth-1m-128 | synth-10m-96 (generated in memory),\n"
             "or a `quiver gen` folder (its gt.ivecs is used when present).\n"
-            "Plot: python3 bench/plot_curves.py FILE.json (recall@10 vs QPS PNG beside it).",
+            "Plot: python3 bench/plot_curves.py FILE.json (recall@10 vs QPS PNG beside it).\n"
+            "--distributed (a quiver built with MPI): every rank reads DATASET and adds its contiguous\n"
+            "slice of the base rows (ids: the base rows); rank 0 times the searches and prints the rows.\n"
+            "Across hosts: mpirun --hostfile FILE, the same quiver build and data path on every host.",
             {{"dataset", "DATASET", "the data set"},
              {"index", "DESCRIPTOR", "index descriptor: Flat (default), IVF1024,Flat, IVF1024,PQ32, "
                                      "OPQ32,IVF1024,PQ32, ...,Refine; over the --gpus devices: "
@@ -248,13 +146,18 @@ int run_bench(int argc, char **argv) {
              {"width", "LIST", "search_width sweep of a graph index, e.g. 16,32,64,128 (default: "
                                "the index's)"},
              {"latency", "", "also time batches of 1 and 100 queries at every sweep point"},
-             {"json", "FILE", "append one JSON object per measurement to FILE"}});
+             {"json", "FILE", "append one JSON object per measurement to FILE"},
+             {"distributed", "", "one index over MPI ranks, each holding a slice of the base rows on "
+                                 "its own context: mpirun -np N quiver bench --distributed ... (not with "
+                                 "--latency)"}});
   if (!o.parse(argc, argv, 2)) return 0;
+  const bool distributed = o.has("distributed");
+  if (distributed) require_distributed();  // a build without MPI says so before anything else
   const DataSource src(o.require("dataset"));
   if (!src.is_dataset())
     throw UsageError("--dataset: bench needs base and query sets: fashion-mnist, a synth-* name or a "
                      "`quiver gen` folder, not a single file");
-  Setup s;
+  BenchSetup s;
   s.dataset = src.name();
   s.descriptor = o.get_or("index", "Flat");
   s.metric = parse_metric(o.get_or("metric", "l2"));
@@ -267,6 +170,26 @@ int run_bench(int argc, char **argv) {
   const std::vector<SweepPoint> sweep = sweep_points(o, s.descriptor);
   const std::optional<std::string> json_path = o.get("json");
   const std::string command = command_line(argc, argv);
+  if (distributed) {
+    // Latency rows stop on the root's clock, which the other ranks cannot follow call for call.
+    if (o.has("latency")) throw UsageError("--latency: not available with --distributed");
+    DistBenchConfig c;
+    c.dataset = o.require("dataset");
+    c.descriptor = s.descriptor;
+    c.metric = s.metric;
+    c.mode = s.mode;
+    c.k = s.k;
+    c.max_nq = max_nq;
+    c.max_ntrain = max_ntrain;
+    c.repeats = s.repeats;
+    c.sweep = sweep;
+    c.json_path = json_path;
+    c.command = command;
+    c.device = parse_device(o.get_or("device", "auto"));
+    c.threads = int(o.get_int("threads", 0, 0, 4096));
+    c.gpus = parse_gpus(o.get("gpus"), c.device);
+    return run_dist_bench(c);
+  }
   std::ofstream json;  // opened first: a bad path should fail before minutes of work
   if (json_path) {
     json.open(*json_path, std::ios::app);
@@ -327,13 +250,13 @@ int run_bench(int argc, char **argv) {
               "search_s", "QPS", recall_head.c_str(), "build_s");
   Bench bench(built.index, queries, *gt, s);
   for (const SweepPoint &point : sweep) {
-    std::vector<Row> rows{bench.throughput(point)};
+    std::vector<BenchRow> rows{bench.throughput(point)};
     if (o.has("latency"))
       for (int64_t batch : kLatencyBatches)
         if (batch < s.nq) rows.push_back(bench.latency(point, batch));  // batch nq is the throughput row
-    for (const Row &r : rows) {
+    for (const BenchRow &r : rows) {
       print_row(s, r);
-      if (json) json << json_line(s, r, command) << "\n" << std::flush;
+      if (json) json << bench_json(s, r, command).str() << "\n" << std::flush;
     }
     std::fflush(stdout);
   }

@@ -52,6 +52,12 @@ JsonObject &JsonObject::add(const std::string &k, int64_t value) {
   return *this;
 }
 
+JsonObject &JsonObject::add(const std::string &k, bool value) {
+  key(k);
+  body_ += value ? "true" : "false";
+  return *this;
+}
+
 JsonObject &JsonObject::add(const std::string &k, const JsonObject &value) {
   key(k);
   body_ += value.str();

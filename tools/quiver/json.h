@@ -13,6 +13,7 @@ class JsonObject {
   JsonObject &add(const std::string &key, double value);  // NaN / Inf become null
   JsonObject &add(const std::string &key, int64_t value);
   JsonObject &add(const std::string &key, int value) { return add(key, int64_t(value)); }
+  JsonObject &add(const std::string &key, bool value);  // true / false
   JsonObject &add(const std::string &key, const JsonObject &value);
   JsonObject &add_null(const std::string &key);
   std::string str() const { return "{" + body_ + "}"; }

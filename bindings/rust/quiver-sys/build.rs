@@ -5,6 +5,14 @@
 //! - otherwise: configures and builds this repository with cmake under `$OUT_DIR/build`
 //!   (`QUIVER_CUDA=AUTO|ON|OFF` is passed on when set; `CMAKE` names the cmake program).
 //!
+//! With the feature `mpi` (the distributed index, `include/quiver/quiver_mpi.h`), the same directory
+//! must hold `libquiver_mpi.so` and `libquiver.so`, and both are linked as shared libraries:
+//! `libquiver_mpi.so` calls `libquiver.so`, so the program must use that one copy of the library, not
+//! a second one from `libquiver.a`. The shared libraries bring their own dependencies (OpenBLAS,
+//! CUDA); `libmpi` is linked from Open MPI's library directory (`QUIVER_MPI_LIB_DIR`, else
+//! `mpicc --showme:libdirs`, else `pkg-config --libs-only-L ompi-c`, else
+//! `/usr/lib/x86_64-linux-gnu/openmpi/lib`), and both directories go on the rpath.
+//!
 //! The libraries libquiver.a needs are read from `quiver_link.txt` in that directory (one linker
 //! argument per line) when it exists, else from its `CMakeCache.txt` (OpenBLAS, and the CUDA runtime
 //! and cuBLAS when the build has CUDA). Run-time search paths (rpath) cannot reach dependent crates
@@ -28,6 +36,8 @@ fn main() {
     println!("cargo:rerun-if-env-changed=QUIVER_LIB_DIR");
     println!("cargo:rerun-if-env-changed=QUIVER_CUDA");
     println!("cargo:rerun-if-env-changed=CMAKE");
+    println!("cargo:rerun-if-env-changed=QUIVER_MPI_LIB_DIR");
+    let mpi = env::var_os("CARGO_FEATURE_MPI").is_some();
 
     let manifest_dir =
         PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
@@ -48,7 +58,13 @@ fn main() {
                 ));
             }
             let dir = dir.canonicalize().unwrap_or(dir);
-            for name in ["libquiver.a", "quiver_link.txt", "CMakeCache.txt"] {
+            for name in [
+                "libquiver.a",
+                "libquiver.so",
+                "libquiver_mpi.so",
+                "quiver_link.txt",
+                "CMakeCache.txt",
+            ] {
                 watch(&dir.join(name));
             }
             dir
@@ -57,20 +73,35 @@ fn main() {
             for name in ["include", "cpp", "capi", "cuda", "cmake", "CMakeLists.txt"] {
                 watch(&repo.join(name));
             }
-            build_with_cmake(&repo, &out_dir)
+            build_with_cmake(&repo, &out_dir, mpi)
         }
     };
-    if !lib_dir.join("libquiver.a").is_file() {
-        fail(&format!(
-            "{} has no libquiver.a; set QUIVER_LIB_DIR to a quiver cmake build directory \
-             (cmake --build <dir> --target quiver_static), or unset it to build with cmake",
-            lib_dir.display()
-        ));
-    }
-
-    let link = link_plan(&lib_dir);
+    let link = if mpi {
+        for name in ["libquiver.so", "libquiver_mpi.so"] {
+            if !lib_dir.join(name).exists() {
+                fail(&format!(
+                    "{} has no {name}, which the feature `mpi` links; build quiver with MPI \
+                     (Open MPI installed, QUIVER_MPI=AUTO or ON) and its targets quiver and \
+                     quiver_mpi (cmake --build <dir> --target quiver quiver_mpi)",
+                    lib_dir.display()
+                ));
+            }
+        }
+        mpi_link_plan(&lib_dir)
+    } else {
+        if !lib_dir.join("libquiver.a").is_file() {
+            fail(&format!(
+                "{} has no libquiver.a; set QUIVER_LIB_DIR to a quiver cmake build directory \
+                 (cmake --build <dir> --target quiver_static), or unset it to build with cmake",
+                lib_dir.display()
+            ));
+        }
+        link_plan(&lib_dir)
+    };
     println!("cargo:rustc-link-search=native={}", lib_dir.display());
-    println!("cargo:rustc-link-lib=static=quiver");
+    if !mpi {
+        println!("cargo:rustc-link-lib=static=quiver");
+    }
     for dir in &link.search {
         println!("cargo:rustc-link-search=native={}", dir.display());
     }
@@ -233,6 +264,61 @@ fn link_plan(lib_dir: &Path) -> LinkPlan {
     plan
 }
 
+/// The feature `mpi`: the shared libquiver_mpi.so and libquiver.so (one copy of the library for the
+/// program and for libquiver_mpi), then libmpi. The shared libraries name their own dependencies; the
+/// directories of libquiver.a's (OpenBLAS, CUDA) stay on the rpath in case their RUNPATH lacks them.
+fn mpi_link_plan(lib_dir: &Path) -> LinkPlan {
+    let mut plan = LinkPlan::default();
+    plan.rpath(lib_dir);
+    plan.lib("dylib=quiver_mpi");
+    plan.lib("dylib=quiver");
+    for dir in mpi_library_dirs() {
+        plan.search(&dir);
+        plan.rpath(&dir);
+    }
+    plan.lib("dylib=mpi");
+    for dir in link_plan(lib_dir).rpaths {
+        plan.rpath(&dir);
+    }
+    plan
+}
+
+/// Open MPI's library directories: `QUIVER_MPI_LIB_DIR`, else what `mpicc --showme:libdirs` or
+/// `pkg-config --libs-only-L ompi-c` says, else Debian's and Ubuntu's directory.
+fn mpi_library_dirs() -> Vec<PathBuf> {
+    if let Some(dir) = env::var_os("QUIVER_MPI_LIB_DIR").filter(|v| !v.is_empty()) {
+        return vec![PathBuf::from(dir)];
+    }
+    let output = |program: &str, args: &[&str]| -> Option<String> {
+        let out = Command::new(program)
+            .args(args)
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    if let Some(text) = output("mpicc", &["--showme:libdirs"]) {
+        let dirs: Vec<PathBuf> = text.split_whitespace().map(PathBuf::from).collect();
+        if !dirs.is_empty() {
+            return dirs;
+        }
+    }
+    if let Some(text) = output("pkg-config", &["--libs-only-L", "ompi-c"]) {
+        let dirs: Vec<PathBuf> = text
+            .split_whitespace()
+            .filter_map(|arg| arg.strip_prefix("-L"))
+            .filter(|dir| !dir.is_empty())
+            .map(PathBuf::from)
+            .collect();
+        if !dirs.is_empty() {
+            return dirs;
+        }
+    }
+    vec![PathBuf::from("/usr/lib/x86_64-linux-gnu/openmpi/lib")]
+}
+
 /// `KEY:TYPE=VALUE` entries of a CMakeCache.txt (empty when the file cannot be read).
 fn read_cmake_cache(path: &Path) -> BTreeMap<String, String> {
     let mut cache = BTreeMap::new();
@@ -295,7 +381,7 @@ fn cuda_library_dir(cache: &BTreeMap<String, String>) -> PathBuf {
     PathBuf::from("/usr/local/cuda/lib64")
 }
 
-fn build_with_cmake(repo: &Path, out_dir: &Path) -> PathBuf {
+fn build_with_cmake(repo: &Path, out_dir: &Path, mpi: bool) -> PathBuf {
     let build = out_dir.join("build");
     let cmake = env::var_os("CMAKE").unwrap_or_else(|| "cmake".into());
     let mut configure = Command::new(&cmake);
@@ -309,6 +395,9 @@ fn build_with_cmake(repo: &Path, out_dir: &Path) -> PathBuf {
         .arg("-DQUIVER_BUILD_TOOLS=OFF");
     if let Some(cuda) = env::var("QUIVER_CUDA").ok().filter(|v| !v.is_empty()) {
         configure.arg(format!("-DQUIVER_CUDA={cuda}"));
+    }
+    if mpi {
+        configure.arg("-DQUIVER_MPI=ON");
     }
     run(&mut configure, "configure");
 
@@ -325,7 +414,11 @@ fn build_with_cmake(repo: &Path, out_dir: &Path) -> PathBuf {
     compile
         .arg("--build")
         .arg(&build)
-        .args(["--target", "quiver_static", "--parallel", &jobs]);
+        .args(["--target", "quiver_static"]);
+    if mpi {
+        compile.args(["quiver", "quiver_mpi"]);
+    }
+    compile.args(["--parallel", &jobs]);
     run(&mut compile, "build");
     build
 }

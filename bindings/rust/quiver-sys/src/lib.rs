@@ -6,6 +6,10 @@
 //! library it needs; `scripts/check_parity.sh` checks that each `qv_` function of the header is
 //! declared here.
 //!
+//! With the feature `mpi`, the declarations of `include/quiver/quiver_mpi.h` (the distributed index
+//! of `libquiver_mpi`, `qv_dist_*`) are here too, and the build script links `libquiver_mpi.so`,
+//! `libmpi` and the shared `libquiver.so` instead of `libquiver.a`.
+//!
 //! The version constants (`QV_VERSION_*`, `QV_ABI_VERSION`) come from the generated
 //! `quiver/version.h` of the library that was linked; the build fails if its ABI version is not the
 //! one these declarations were written for.
@@ -17,6 +21,11 @@ use core::ffi::{c_char, c_int, c_void};
 use core::marker::{PhantomData, PhantomPinned};
 
 include!(concat!(env!("OUT_DIR"), "/version.rs"));
+
+#[cfg(feature = "mpi")]
+mod mpi;
+#[cfg(feature = "mpi")]
+pub use mpi::*;
 
 // ------------------------------------------------------------------------------------------------
 // Status codes and errors
@@ -52,6 +61,8 @@ pub const QV_ERR_INTERNAL: qv_status_t = 11;
 pub const QV_ERR_CANCELLED: qv_status_t = 12;
 /// A range search query found more hits than `qv_search_params_t::max_range_results` allows.
 pub const QV_ERR_TOO_MANY_RESULTS: qv_status_t = 13;
+/// A distributed call (`quiver_mpi.h`) failed on another process, or it did not answer in time.
+pub const QV_ERR_REMOTE: qv_status_t = 14;
 
 // ------------------------------------------------------------------------------------------------
 // Enumerations

@@ -32,7 +32,8 @@ macro_rules! describe {
 }
 
 fn layouts() -> (Vec<String>, Vec<String>) {
-    describe!(
+    #[allow(unused_mut)]
+    let (mut rust, mut c) = describe!(
         qv_context_options_t {
             struct_size, device, device_id, cpu_threads, device_count, device_ids
         }
@@ -52,7 +53,7 @@ fn layouts() -> (Vec<String>, Vec<String>) {
         QV_OK, QV_ERR_INVALID_ARGUMENT, QV_ERR_OUT_OF_HOST_MEMORY, QV_ERR_OUT_OF_DEVICE_MEMORY,
         QV_ERR_CUDA, QV_ERR_NO_DEVICE, QV_ERR_NOT_TRAINED, QV_ERR_UNSUPPORTED, QV_ERR_IO,
         QV_ERR_CORRUPT_DATA, QV_ERR_VERSION_MISMATCH, QV_ERR_INTERNAL, QV_ERR_CANCELLED,
-        QV_ERR_TOO_MANY_RESULTS,
+        QV_ERR_TOO_MANY_RESULTS, QV_ERR_REMOTE,
         QV_METRIC_L2, QV_METRIC_INNER_PRODUCT, QV_METRIC_COSINE, QV_METRIC_L1, QV_METRIC_LINF,
         QV_METRIC_EDIT,
         QV_COMPUTE_FP32, QV_COMPUTE_TF32, QV_COMPUTE_FP16, QV_COMPUTE_BF16,
@@ -60,7 +61,23 @@ fn layouts() -> (Vec<String>, Vec<String>) {
         QV_KNN_GRAPH_AUTO, QV_KNN_GRAPH_EXACT, QV_KNN_GRAPH_APPROXIMATE, QV_MAX_K, QV_NPROBE_DEFAULT,
         QV_MAX_DEVICES, QV_ALL_DEVICES,
         QV_VERSION_MAJOR, QV_VERSION_MINOR, QV_VERSION_PATCH, QV_VERSION_NUMBER, QV_ABI_VERSION
-    )
+    );
+    #[cfg(feature = "mpi")]
+    {
+        let (mpi_rust, mpi_c) = describe!(qv_dist_options_t { struct_size, root, timeout_ms } ;);
+        rust.extend(mpi_rust);
+        c.extend(mpi_c);
+    }
+    (rust, c)
+}
+
+/// The headers the C side of the comparison includes.
+fn includes() -> &'static str {
+    if cfg!(feature = "mpi") {
+        "#include \"quiver/quiver.h\"\n#include \"quiver/quiver_mpi.h\"\n"
+    } else {
+        "#include \"quiver/quiver.h\"\n"
+    }
 }
 
 #[test]
@@ -80,8 +97,9 @@ fn structs_and_constants_match_the_c_header() {
     std::fs::write(
         &source,
         format!(
-            "#include <stddef.h>\n#include <stdio.h>\n#include \"quiver/quiver.h\"\n\
+            "#include <stddef.h>\n#include <stdio.h>\n{}\
              int main(void) {{\n{}\nreturn 0;\n}}\n",
+            includes(),
             c_lines.join("\n")
         ),
     )
@@ -117,6 +135,31 @@ fn struct_sizes_on_64_bit_targets() {
         assert_eq!(size_of::<qv_index_info_t>(), 184);
         assert_eq!(size_of::<qv_kmeans_params_t>(), 24);
         assert_eq!(size_of::<qv_knn_graph_params_t>(), 48);
+    }
+    #[cfg(feature = "mpi")]
+    assert_eq!(size_of::<qv_dist_options_t>(), 12);
+}
+
+/// libquiver_mpi's calls that need no MPI: the options' defaults and its own error message.
+#[cfg(feature = "mpi")]
+#[test]
+fn the_mpi_library_answers_without_mpi() {
+    // SAFETY: valid pointers, or NULL where the header allows it.
+    unsafe {
+        let mut o: qv_dist_options_t = std::mem::zeroed();
+        assert_eq!(qv_dist_options_init(&mut o), QV_OK);
+        assert_eq!(o.struct_size as usize, size_of::<qv_dist_options_t>());
+        assert_eq!((o.root, o.timeout_ms), (0, 60000));
+        assert_eq!(
+            qv_dist_options_init(std::ptr::null_mut()),
+            QV_ERR_INVALID_ARGUMENT
+        );
+        let message = qv_dist_last_error_message();
+        assert!(
+            !message.is_null() && *message != 0,
+            "a failure leaves a message"
+        );
+        qv_dist_index_free(std::ptr::null_mut());
     }
 }
 

@@ -44,6 +44,9 @@ pub enum Status {
     /// `QV_ERR_TOO_MANY_RESULTS`: a range search query found more hits than
     /// [`SearchParams::with_max_range_results`](crate::SearchParams::with_max_range_results) allows.
     TooManyResults = 13,
+    /// `QV_ERR_REMOTE`: a distributed call (feature `mpi`, `DistIndex`) failed on another process,
+    /// whose rank and message the error's message names, or a process did not answer in time.
+    Remote = 14,
     /// A code this binding does not know.
     Unknown = -1,
 }
@@ -66,6 +69,7 @@ impl Status {
             sys::QV_ERR_INTERNAL => Status::Internal,
             sys::QV_ERR_CANCELLED => Status::Cancelled,
             sys::QV_ERR_TOO_MANY_RESULTS => Status::TooManyResults,
+            sys::QV_ERR_REMOTE => Status::Remote,
             _ => Status::Unknown,
         }
     }
@@ -97,7 +101,8 @@ impl fmt::Display for Status {
 pub struct Error {
     /// Why the call failed; never `Status::Ok`.
     pub status: Status,
-    /// What went wrong, copied from `qv_last_error_message` right after the failing call.
+    /// What went wrong, copied from `qv_last_error_message` (`qv_dist_last_error_message` for the
+    /// distributed calls) right after the failing call.
     pub message: String,
     code: sys::qv_status_t,
 }
@@ -150,6 +155,23 @@ pub(crate) fn check(code: sys::qv_status_t) -> Result<()> {
     // string (never NULL, but checked) that stays valid until the next quiver call on this thread;
     // it is copied before any other call.
     let message = unsafe { copy_c_str(sys::qv_last_error_message()) };
+    Err(Error {
+        status: Status::from_code(code),
+        message,
+        code,
+    })
+}
+
+/// As [`check`], for the `qv_dist_*` calls of libquiver_mpi, whose message is
+/// `qv_dist_last_error_message` (`qv_last_error_message` keeps libquiver's own).
+#[cfg(feature = "mpi")]
+pub(crate) fn check_dist(code: sys::qv_status_t) -> Result<()> {
+    if code == sys::QV_OK {
+        return Ok(());
+    }
+    // SAFETY: qv_dist_last_error_message takes no arguments and returns a NUL-terminated
+    // thread-local string (never NULL, but checked), copied before any other call.
+    let message = unsafe { copy_c_str(sys::qv_dist_last_error_message()) };
     Err(Error {
         status: Status::from_code(code),
         message,

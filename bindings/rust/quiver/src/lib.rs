@@ -42,14 +42,24 @@
 //! }
 //! ```
 //!
+//! # Distributed indexes (feature `mpi`)
+//!
+//! With the cargo feature `mpi`, `DistIndex` spreads one index over the processes of an MPI
+//! communicator (`MpiComm::world()`, or the program's own through `MpiComm::from_raw`), through
+//! libquiver_mpi (`include/quiver/quiver_mpi.h`). Its calls are collective: every rank makes them,
+//! in the same order. `finalize()` ends MPI once the last index is dropped.
+//!
 //! # Linking
 //!
 //! `quiver-sys` links the static library `libquiver.a`: from the cmake build directory named by the
-//! environment variable `QUIVER_LIB_DIR`, else built from this repository with cmake. See the
-//! binding's README.
+//! environment variable `QUIVER_LIB_DIR`, else built from this repository with cmake. With the
+//! feature `mpi` it links the shared `libquiver_mpi.so` and `libquiver.so` of that directory, and
+//! Open MPI's `libmpi`, instead. See the binding's README.
 #![warn(missing_docs)]
 
 mod context;
+#[cfg(feature = "mpi")]
+mod dist;
 mod error;
 mod index;
 mod kmeans;
@@ -63,6 +73,8 @@ mod shape;
 mod strings;
 
 pub use context::{cuda_device_count, Context, ContextBuilder, Device, DeviceKind};
+#[cfg(feature = "mpi")]
+pub use dist::{finalize, DistIndex, DistIndexInfo, DistOptions, MpiComm};
 pub use error::{Error, Result, Status};
 pub use index::{Index, IndexInfo, IndexKind};
 pub use kmeans::{kmeans, Kmeans, KmeansParams};

@@ -31,6 +31,7 @@ fn status_codes_round_trip_and_have_c_names() {
         (Status::Internal, "QV_ERR_INTERNAL"),
         (Status::Cancelled, "QV_ERR_CANCELLED"),
         (Status::TooManyResults, "QV_ERR_TOO_MANY_RESULTS"),
+        (Status::Remote, "QV_ERR_REMOTE"),
     ];
     for (code, (status, name)) in all.iter().enumerate() {
         assert_eq!(status.code(), code as i32);
