@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Billion-scale IVF-PQ over every visible GPU (bench/multi/billion_bench.cpp): builds the driver
+# against a CUDA build of quiver and runs it, logging to $OUT. NCCL's NVLink multicast stays off.
+#
+# usage: bench/billion_bench.sh [billion_bench options]   (default: 1B x 96, Sharded,IVF262144,PQ32)
+#   environment: QUIVER_BUILD_DIR (default build), OUT (default ./out)
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${QUIVER_BUILD_DIR:-$root/build}"
+OUT="${OUT:-$root/out}"
+export NCCL_NVLS_ENABLE=0
+mkdir -p "$OUT" "$build/bench"
+"${CXX:-c++}" -std=c++17 -O3 -I"$root/include" -I"$build/include" -c "$root/bench/multi/billion_bench.cpp" \
+  -o "$build/bench/billion_bench.o" || exit 1
+mapfile -t link_args < <(grep -v '^#' "$build/quiver_link.txt")
+"${CXX:-c++}" "$build/bench/billion_bench.o" "$build/libquiver.a" "${link_args[@]}" -lpthread \
+  -o "$build/bench/billion_bench" || exit 1
+nvidia-smi --query-gpu=index,name,memory.total --format=csv 2>&1 | tee "$OUT/billion_bench.txt"
+"$build/bench/billion_bench" "$@" 2>&1 | tee -a "$OUT/billion_bench.txt"
