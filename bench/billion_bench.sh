@@ -10,7 +10,7 @@ build="${QUIVER_BUILD_DIR:-$root/build}"
 OUT="${OUT:-$root/out}"
 export NCCL_NVLS_ENABLE=0
 mkdir -p "$OUT" "$build/bench"
-"${CXX:-c++}" -std=c++17 -O3 -I"$root/include" -I"$build/include" -c "$root/bench/multi/billion_bench.cpp" \
+"${CXX:-c++}" -std=c++17 -O3 -I"$root" -I"$root/include" -I"$build/include" -c "$root/bench/multi/billion_bench.cpp" \
   -o "$build/bench/billion_bench.o" || exit 1
 mapfile -t link_args < <(grep -v '^#' "$build/quiver_link.txt")
 "${CXX:-c++}" "$build/bench/billion_bench.o" "$build/libquiver.a" "${link_args[@]}" -lpthread \

@@ -156,28 +156,38 @@ Workload vector_workload(int64_t n, int64_t nq, Metric metric) {
   return w;
 }
 
+// Adds the workload's base to the index; returns the seconds it took (the build).
+double add_base(Index& index, const Workload& w) {
+  const auto t0 = Clock::now();
+  if (w.dim) index.add(w.n(), w.base_vectors.data(), nullptr);
+  else index.add_strings(w.base_strings.view(w.n()), nullptr);
+  return seconds_since(t0);
+}
+
+// The median of 3 warm range searches of the first nq queries at radius r; `result` keeps the last.
+double time_range(const Index& index, const Workload& w, size_t r, int64_t nq, RangeResult& result) {
+  std::vector<double> times;
+  for (int rep = 0; rep < 4; ++rep) {
+    const auto t0 = Clock::now();
+    result = w.dim ? index.range_search(nq, w.query_vectors.data(), w.radii[r], SearchOptions{})
+                   : index.range_search_strings(w.query_strings.view(nq), w.radii[r], SearchOptions{});
+    if (rep > 0) times.push_back(seconds_since(t0));
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
 void run(const Workload& w, Context& context, const char* device, int64_t nq, FILE* json) {
   // "Flat" is brute force: the metric kind for strings and L1, the GEMM engine for L2 vectors.
   const std::vector<std::string> descriptors{"Flat", "LC32", "LC128", "SSS0.5", "SSS0.3"};
   nq = std::min(nq, w.nq());
   for (const std::string& descriptor : descriptors) {
     std::unique_ptr<Index> index = create_index(context, descriptor, w.dim, w.metric);
-    auto t0 = Clock::now();
-    if (w.dim) index->add(w.n(), w.base_vectors.data(), nullptr);
-    else index->add_strings(w.base_strings.view(w.n()), nullptr);
-    const double build_s = seconds_since(t0);
+    const double build_s = add_base(*index, w);
     const auto* metric_index = dynamic_cast<const MetricIndex*>(index.get());
     for (size_t r = 0; r < w.radii.size(); ++r) {
-      std::vector<double> times;
       RangeResult result;
-      for (int rep = 0; rep < 4; ++rep) {
-        t0 = Clock::now();
-        result = w.dim ? index->range_search(nq, w.query_vectors.data(), w.radii[r], SearchOptions{})
-                       : index->range_search_strings(w.query_strings.view(nq), w.radii[r], SearchOptions{});
-        if (rep > 0) times.push_back(seconds_since(t0));
-      }
-      std::sort(times.begin(), times.end());
-      const double t = times[times.size() / 2];
+      const double t = time_range(*index, w, r, nq, result);
       const double hits = double(result.lims.back()) / double(nq);
       const double evaluations =
           metric_index ? double(metric_index->last_evaluations()) / double(nq) : double(w.n());
@@ -212,22 +222,11 @@ void run_multi_gpu(const Workload& w, const std::string& lc, int64_t threads, FI
     if (devices > 1) descriptors = {"Sharded," + lc, "Routed," + lc};
     for (const std::string& descriptor : descriptors) {
       std::unique_ptr<Index> index = create_index(context, descriptor, w.dim, w.metric);
-      auto t0 = Clock::now();
-      if (w.dim) index->add(w.n(), w.base_vectors.data(), nullptr);
-      else index->add_strings(w.base_strings.view(w.n()), nullptr);
-      const double build_s = seconds_since(t0);
+      const double build_s = add_base(*index, w);
       const auto* routed = dynamic_cast<const RoutedIndex*>(index.get());
       for (size_t r = 0; r < w.radii.size(); ++r) {
-        std::vector<double> times;
         RangeResult result;
-        for (int rep = 0; rep < 4; ++rep) {
-          t0 = Clock::now();
-          result = w.dim ? index->range_search(w.nq(), w.query_vectors.data(), w.radii[r], SearchOptions{})
-                         : index->range_search_strings(w.query_strings.view(w.nq()), w.radii[r], SearchOptions{});
-          if (rep > 0) times.push_back(seconds_since(t0));
-        }
-        std::sort(times.begin(), times.end());
-        const double t = times[times.size() / 2];
+        const double t = time_range(*index, w, r, w.nq(), result);
         if (devices == 1) one_gpu[r] = t;
         const double routed_pairs = routed ? routed->last_routed_fraction() : 1.0;
         std::printf("%-13s gpus %d  %-14s %-6s n %7lld nq %6lld build %8.3f s  %9.3f ms  %8.2f us/query  %5.2fx vs 1 "

@@ -16,18 +16,16 @@
 #include <thread>
 #include <vector>
 
+#include "bench/multi/capi_checks.h"
 #include "quiver/quiver.h"
 
 namespace {
 
+using bench::check;
+using bench::device_gib;
+
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-void check(qv_status_t status, const char* what) {
-  if (status == QV_OK) return;
-  std::fprintf(stderr, "billion_bench: %s: %s: %s\n", what, qv_status_string(status), qv_last_error_message());
-  std::exit(1);
-}
 
 uint64_t mix(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -96,13 +94,6 @@ double add_all(qv_index_t* index, int64_t n, int64_t dim, int64_t chunk, const c
     std::fflush(stdout);
   }
   return since(t0);
-}
-
-double device_gib(const qv_index_t* index) {
-  qv_index_info_t info;
-  check(qv_index_info_init(&info), "info");
-  check(qv_index_info(index, &info), "info");
-  return static_cast<double>(info.device_bytes) / (1u << 30);
 }
 
 }  // namespace

@@ -21,9 +21,13 @@
 #include <thread>
 #include <vector>
 
+#include "bench/multi/capi_checks.h"
 #include "quiver/quiver.h"
 
 namespace {
+
+using bench::check;
+using bench::device_gib;
 
 struct Options {
   int64_t n = 1000000, dim = 128, nq = 10000, nprobe = 32;
@@ -31,15 +35,6 @@ struct Options {
   int repeats = 7;
   std::string only;  // "flat" or "ivf": one kind only
 };
-
-[[noreturn]] void die(const char* what, qv_status_t status) {
-  std::fprintf(stderr, "multi_bench: %s: %s: %s\n", what, qv_status_string(status), qv_last_error_message());
-  std::exit(1);
-}
-
-void check(qv_status_t status, const char* what) {
-  if (status != QV_OK) die(what, status);
-}
 
 // Clustered data: 1000 centres in [-1, 1]^dim, points within 0.3 of theirs (xorshift, fast to make).
 std::vector<float> clustered(int64_t n, int64_t dim, uint64_t seed) {
@@ -169,13 +164,6 @@ double overlap(const std::vector<int64_t>& got, const std::vector<int64_t>& want
     for (int64_t i = 0; i < k; ++i) hits += row.count(got[q * k + i]);
   }
   return static_cast<double>(hits) / static_cast<double>(nq * k);
-}
-
-double device_gib(const qv_index_t* index) {
-  qv_index_info_t info;
-  check(qv_index_info_init(&info), "info");
-  check(qv_index_info(index, &info), "info");
-  return static_cast<double>(info.device_bytes) / (1u << 30);
 }
 
 }  // namespace

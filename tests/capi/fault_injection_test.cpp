@@ -57,19 +57,6 @@ qv_status_t with_failure_at(long n, Call call) {
   return status;
 }
 
-// A fingerprint of an index's answers: the k = 3 ids of a few queries, and its count.
-std::vector<int64_t> Answers(const qv_index_t* index, const std::vector<float>& queries, int64_t dim) {
-  const int64_t nq = static_cast<int64_t>(queries.size()) / dim;
-  std::vector<float> d(static_cast<size_t>(nq * 3));
-  std::vector<int64_t> ids(static_cast<size_t>(nq * 3));
-  qv_search_params_t params;
-  qv_search_params_init(&params);
-  params.nprobe = QV_NPROBE_DEFAULT;
-  if (qv_index_search(index, nq, queries.data(), 3, &params, d.data(), ids.data()) != QV_OK) return {-2};
-  ids.push_back(Count(index));
-  return ids;
-}
-
 // For each allocation of an add (then a remove) in turn: the failed call reports out of host
 // memory and leaves the index as it was; the first n past the call's allocations succeeds.
 void CheckAddAndRemove(const char* descriptor, qv_metric_t metric, int64_t dim, bool train) {
@@ -82,7 +69,7 @@ void CheckAddAndRemove(const char* descriptor, qv_metric_t metric, int64_t dim, 
   ASSERT_TRUE(index);
   if (train) QV_ASSERT_OK(qv_index_train(index.get(), 300, base.data()));
   QV_ASSERT_OK(qv_index_add(index.get(), 300, base.data(), nullptr));
-  const std::vector<int64_t> before = Answers(index.get(), queries, dim);
+  const std::vector<int64_t> before = SearchSnapshot(index.get(), queries, dim);
   bool succeeded = false;
   for (long n = 1; n < 100000 && !succeeded; ++n) {
     const qv_status_t s = with_failure_at(n, [&] { return qv_index_add(index.get(), 40, more.data(), nullptr); });
@@ -91,10 +78,10 @@ void CheckAddAndRemove(const char* descriptor, qv_metric_t metric, int64_t dim, 
       break;
     }
     ASSERT_EQ(s, QV_ERR_OUT_OF_HOST_MEMORY) << "allocation " << n << ": " << qv_last_error_message();
-    ASSERT_EQ(Answers(index.get(), queries, dim), before) << "allocation " << n << " changed the index";
+    ASSERT_EQ(SearchSnapshot(index.get(), queries, dim), before) << "allocation " << n << " changed the index";
   }
   ASSERT_TRUE(succeeded);
-  const std::vector<int64_t> after_add = Answers(index.get(), queries, dim);
+  const std::vector<int64_t> after_add = SearchSnapshot(index.get(), queries, dim);
   std::vector<int64_t> ids;
   for (int64_t id = 0; id < 340; id += 3) ids.push_back(id);
   succeeded = false;
@@ -107,7 +94,7 @@ void CheckAddAndRemove(const char* descriptor, qv_metric_t metric, int64_t dim, 
       break;
     }
     ASSERT_EQ(s, QV_ERR_OUT_OF_HOST_MEMORY) << "allocation " << n << ": " << qv_last_error_message();
-    ASSERT_EQ(Answers(index.get(), queries, dim), after_add) << "allocation " << n << " changed the index";
+    ASSERT_EQ(SearchSnapshot(index.get(), queries, dim), after_add) << "allocation " << n << " changed the index";
   }
   ASSERT_TRUE(succeeded);
   EXPECT_EQ(Count(index.get()), 340 - static_cast<int64_t>(ids.size()));

@@ -380,6 +380,17 @@ inline qv_status_t Search(const qv_index_t* index, const std::vector<float>& que
                          out->ids.data());
 }
 
+// What an index answers, for checking that a failed call left it as it was: the ids of each query's
+// 3 nearest, then the count; {-2} when the search fails.
+inline std::vector<int64_t> SearchSnapshot(const qv_index_t* index, const std::vector<float>& queries, int64_t dim) {
+  const int64_t nq = static_cast<int64_t>(queries.size()) / dim;
+  std::vector<float> d(static_cast<size_t>(nq * 3));
+  std::vector<int64_t> ids(static_cast<size_t>(nq * 3));
+  if (qv_index_search(index, nq, queries.data(), 3, nullptr, d.data(), ids.data()) != QV_OK) return {-2};
+  ids.push_back(Count(index));
+  return ids;
+}
+
 // ---- error messages ----------------------------------------------------------------------------
 
 inline bool IsIdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }

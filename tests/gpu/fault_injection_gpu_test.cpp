@@ -21,25 +21,16 @@ qv_status_t with_failure_at(int64_t n, Call call) {
   return status;
 }
 
-std::vector<int64_t> Answers(const qv_index_t* index, const std::vector<float>& queries, int64_t dim) {
-  const int64_t nq = static_cast<int64_t>(queries.size()) / dim;
-  std::vector<float> d(static_cast<size_t>(nq * 3));
-  std::vector<int64_t> ids(static_cast<size_t>(nq * 3));
-  if (qv_index_search(index, nq, queries.data(), 3, nullptr, d.data(), ids.data()) != QV_OK) return {-2};
-  ids.push_back(Count(index));
-  return ids;
-}
-
 // Walks the allocations of `call` until it succeeds; every failure must be out-of-device-memory
 // and leave the answers unchanged.
 template <typename Call>
 void WalkAllocations(qv_index_t* index, const std::vector<float>& queries, int64_t dim, Call call) {
-  const std::vector<int64_t> before = Answers(index, queries, dim);
+  const std::vector<int64_t> before = SearchSnapshot(index, queries, dim);
   for (int64_t n = 1; n < 10000; ++n) {
     const qv_status_t s = with_failure_at(n, call);
     if (s == QV_OK) return;
     ASSERT_EQ(s, QV_ERR_OUT_OF_DEVICE_MEMORY) << "allocation " << n << ": " << qv_last_error_message();
-    ASSERT_EQ(Answers(index, queries, dim), before) << "allocation " << n << " changed the index";
+    ASSERT_EQ(SearchSnapshot(index, queries, dim), before) << "allocation " << n << " changed the index";
   }
   FAIL() << "the call never succeeded";
 }

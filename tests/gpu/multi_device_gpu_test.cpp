@@ -22,15 +22,6 @@ Context MakeLogicalDevices(int32_t count) {
   return Context(ctx);
 }
 
-std::vector<int64_t> Answers(const qv_index_t* index, const std::vector<float>& queries, int64_t dim) {
-  const int64_t nq = static_cast<int64_t>(queries.size()) / dim;
-  std::vector<float> d(static_cast<size_t>(nq * 3));
-  std::vector<int64_t> ids(static_cast<size_t>(nq * 3));
-  if (qv_index_search(index, nq, queries.data(), 3, nullptr, d.data(), ids.data()) != QV_OK) return {-2};
-  ids.push_back(Count(index));
-  return ids;
-}
-
 TEST(GpuMultiDevice, AddsSurviveEveryFailedDeviceAllocation) {
   QV_REQUIRE_GPU();
   Context ctx = MakeLogicalDevices(3);
@@ -43,7 +34,7 @@ TEST(GpuMultiDevice, AddsSurviveEveryFailedDeviceAllocation) {
     ASSERT_TRUE(index) << qv_last_error_message();
     QV_ASSERT_OK(qv_index_train(index.get(), n, base.data()));
     QV_ASSERT_OK(qv_index_add(index.get(), n / 2, base.data(), nullptr));
-    const std::vector<int64_t> before = Answers(index.get(), queries, dim);
+    const std::vector<int64_t> before = SearchSnapshot(index.get(), queries, dim);
     bool succeeded = false;
     for (int64_t failing = 1; failing < 2000 && !succeeded; ++failing) {
       gpu::fail_device_allocation_at(failing);
@@ -52,7 +43,7 @@ TEST(GpuMultiDevice, AddsSurviveEveryFailedDeviceAllocation) {
       succeeded = status == QV_OK;
       if (succeeded) break;
       ASSERT_EQ(status, QV_ERR_OUT_OF_DEVICE_MEMORY) << "allocation " << failing << ": " << qv_last_error_message();
-      ASSERT_EQ(Answers(index.get(), queries, dim), before) << "allocation " << failing << " changed the index";
+      ASSERT_EQ(SearchSnapshot(index.get(), queries, dim), before) << "allocation " << failing << " changed the index";
     }
     ASSERT_TRUE(succeeded);
     EXPECT_EQ(Count(index.get()), n);
