@@ -9,6 +9,7 @@
 #                   through find_package (both targets) and pkg-config (shared and --static)
 #   4. build-asan/  CPU-only, AddressSanitizer + UndefinedBehaviorSanitizer, -O1
 #   5. ctest        cpu, capi, header and examples suites under the sanitizers
+#      tsan         build-tsan/: ThreadSanitizer over the concurrency tests (many threads, one index)
 #      abi          scripts/check_abi.sh: build-asan's libquiver.so (with DWARF) against abi/libquiver.abi
 #   6. bindings     scripts/check_parity.sh, cargo test (bindings/rust), go vet and go test -race
 #                   (bindings/go), each when it exists
@@ -108,7 +109,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 if step configure-asan cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
        -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
-       -DQUIVER_CUDA=OFF "-DQUIVER_SANITIZE=address;undefined" -DQUIVER_BUILD_TOOLS=OFF \
+       -DQUIVER_CUDA=OFF -DQUIVER_MPI=OFF "-DQUIVER_SANITIZE=address;undefined" -DQUIVER_BUILD_TOOLS=OFF \
        "${launcher[@]}" &&
    step build-asan cmake --build build-asan -j "$jobs"; then
   step tests-asan run_ctest build-asan -L 'cpu|capi|header|examples'
@@ -116,6 +117,18 @@ if step configure-asan cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInf
 else
   skip tests-asan "the sanitizer build failed"
   skip abi "the sanitizer build failed"
+fi
+
+# ---- 5b. the thread sanitizer: the concurrency tests (20 threads on one index, the pool) --------
+export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
+if step configure-tsan cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+       -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+       -DQUIVER_CUDA=OFF -DQUIVER_MPI=OFF -DQUIVER_SANITIZE=thread -DQUIVER_BUILD_TOOLS=OFF \
+       -DQUIVER_BUILD_EXAMPLES=OFF "${launcher[@]}" &&
+   step build-tsan cmake --build build-tsan -j "$jobs" --target quiver_capi_test quiver_cpu_test; then
+  step tests-tsan run_ctest build-tsan -R 'Concurren|ThreadPool'
+else
+  skip tests-tsan "the thread sanitizer build failed"
 fi
 
 # ---- 6. bindings ---------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-// Concurrent read-only calls on one index (search, range search, info, save) from 8 threads give
-// the same results as one thread.
+// Concurrent read-only calls on one index (search, range search, info, save) from 20 threads give
+// the same results as one thread, for the main kinds, on the CPU and (where there is one) the GPU;
+// scripts/test.sh runs them under ThreadSanitizer too.
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -37,24 +38,25 @@ qv_status_t RangeSearch(const qv_index_t* idx, const std::vector<float>& q, int6
 
 class CapiConcurrency : public ::testing::TestWithParam<qv_metric_t> {};
 
-TEST_P(CapiConcurrency, EightThreadsSearchOneIndex) {
-  const qv_metric_t metric = GetParam();
-  Context ctx = MakeCpuContext(2);
-  ASSERT_TRUE(ctx);
+// 16 threads search one index (k-NN at three k, range search) while 4 more call the read-only
+// functions (info, save to a buffer), all at once: every answer equals what one thread got before.
+void CheckConcurrentReaders(qv_context_t* ctx, const char* descriptor, qv_metric_t metric) {
+  SCOPED_TRACE(descriptor);
   const int64_t dim = 24, n = 2000;
-  Index idx = MakeIndex(ctx.get(), dim, metric);
-  ASSERT_TRUE(idx);
+  Index idx = MakeIndex(ctx, dim, metric, descriptor);
+  ASSERT_TRUE(idx) << qv_last_error_message();
   std::vector<float> x = RandomVectors(n, dim, 901);
+  QV_ASSERT_OK(qv_index_train(idx.get(), n, x.data()));
   QV_ASSERT_OK(qv_index_add(idx.get(), n, x.data(), nullptr));
 
-  // Each thread has its own query set; the expected answers are computed first, on this thread.
-  const int kThreads = 8, kRounds = 6;
+  // Each searcher has its own query set; the expected answers are computed first, on this thread.
+  const int kSearchers = 16, kReaders = 4, kRounds = 4;
   const uint32_t ks[] = {1, 16, 300};
   const float radius = metric == QV_METRIC_L2 ? 20.0f : (metric == QV_METRIC_COSINE ? 0.4f : 6.0f);
-  std::vector<std::vector<float>> queries(kThreads);
-  std::vector<std::vector<Results>> expected(kThreads);
-  std::vector<Range> expected_range(kThreads);
-  for (int t = 0; t < kThreads; ++t) {
+  std::vector<std::vector<float>> queries(kSearchers);
+  std::vector<std::vector<Results>> expected(kSearchers);
+  std::vector<Range> expected_range(kSearchers);
+  for (int t = 0; t < kSearchers; ++t) {
     queries[t] = RandomVectors(16, dim, 910 + t);
     for (uint32_t k : ks) {
       Results r;
@@ -67,13 +69,12 @@ TEST_P(CapiConcurrency, EightThreadsSearchOneIndex) {
   size_t size = 0;
   QV_ASSERT_OK(qv_index_save_buffer(idx.get(), &data, &size));
   Buffer saved(data);
-  const std::vector<uint8_t> expected_bytes(static_cast<uint8_t*>(data),
-                                            static_cast<uint8_t*>(data) + size);
+  const std::vector<uint8_t> expected_bytes(static_cast<uint8_t*>(data), static_cast<uint8_t*>(data) + size);
 
   std::atomic<int> go{0};
-  std::vector<std::string> failures(kThreads);
+  std::vector<std::string> failures(kSearchers + kReaders);
   std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
+  for (int t = 0; t < kSearchers; ++t) {
     threads.emplace_back([&, t] {
       while (go.load() == 0) std::this_thread::yield();  // start together
       for (int round = 0; round < kRounds && failures[t].empty(); ++round) {
@@ -91,25 +92,47 @@ TEST_P(CapiConcurrency, EightThreadsSearchOneIndex) {
           failures[t] = "range search: " + Describe(s);
         else if (!(rr == expected_range[t]))
           failures[t] = "range search differs";
+      }
+    });
+  }
+  for (int t = kSearchers; t < kSearchers + kReaders; ++t) {
+    threads.emplace_back([&, t] {
+      while (go.load() == 0) std::this_thread::yield();
+      for (int round = 0; round < 3 * kRounds && failures[t].empty(); ++round) {
         qv_index_info_t info;
         qv_index_info_init(&info);
         if (qv_index_info(idx.get(), &info) != QV_OK || info.count != n) failures[t] = "info";
-        if (t % 4 == 0) {
-          void* d = nullptr;
-          size_t sz = 0;
-          s = qv_index_save_buffer(idx.get(), &d, &sz);
-          Buffer b(d);
-          if (s != QV_OK)
-            failures[t] = "save_buffer: " + Describe(s);
-          else if (sz != expected_bytes.size() || std::memcmp(d, expected_bytes.data(), sz) != 0)
-            failures[t] = "save_buffer differs";
-        }
+        void* d = nullptr;
+        size_t sz = 0;
+        const qv_status_t s = qv_index_save_buffer(idx.get(), &d, &sz);
+        Buffer b(d);
+        if (s != QV_OK)
+          failures[t] = "save_buffer: " + Describe(s);
+        else if (sz != expected_bytes.size() || std::memcmp(d, expected_bytes.data(), sz) != 0)
+          failures[t] = "save_buffer differs";
       }
     });
   }
   go.store(1);
   for (auto& th : threads) th.join();
-  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
+  for (size_t t = 0; t < failures.size(); ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
+}
+
+const char* const kConcurrentKinds[] = {"Flat", "IVF16,Flat", "IVF16,PQ4", "Graph16", "Sharded3,Flat",
+                                        "Replicated2,IVF16,Flat"};
+
+TEST_P(CapiConcurrency, TwentyThreadsReadOneCpuIndex) {
+  Context ctx = MakeCpuContext(2);
+  ASSERT_TRUE(ctx);
+  for (const char* descriptor : kConcurrentKinds) CheckConcurrentReaders(ctx.get(), descriptor, GetParam());
+}
+
+TEST_P(CapiConcurrency, TwentyThreadsReadOneGpuIndex) {
+  int32_t gpus = 0;
+  if (qv_cuda_device_count(&gpus) != QV_OK || gpus == 0) GTEST_SKIP() << "no CUDA device";
+  Context ctx = MakeCudaContext(TestCudaDevice(gpus));
+  ASSERT_TRUE(ctx);
+  for (const char* descriptor : kConcurrentKinds) CheckConcurrentReaders(ctx.get(), descriptor, GetParam());
 }
 
 TEST_P(CapiConcurrency, ErrorsOnOneThreadDoNotLeak) {
