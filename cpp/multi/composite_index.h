@@ -3,7 +3,8 @@
 // "Replicated,Sharded<S>" index, a sharded index over a group of devices); ids that stay global; one
 // file for all parts that loads on any device count.
 //
-// Payload: u32 stored parts | i64 largest id held | per stored part: i64 count, the part's payload.
+// Payload: u32 stored parts | i64 largest id held | per stored part: i64 count, the part's payload |
+// the mode's extra section (save_extra: the routes of a routed index; nothing for the others).
 #pragma once
 
 #include <cstdint>

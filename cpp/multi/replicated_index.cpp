@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "cpp/core/error.h"
 #include "cpp/multi/run_parts.h"
 
 namespace quiver {
