@@ -29,7 +29,7 @@ all=(fuzz_load_buffer fuzz_descriptor fuzz_texmex fuzz_npy fuzz_idx)
 # The longest input worth trying: a little above the largest seed (saved indexes are a few KB).
 max_len() {
   case "$1" in
-    fuzz_load_buffer) echo 16384 ;;
+    fuzz_load_buffer) echo 24576 ;;
     fuzz_descriptor) echo 128 ;;
     *) echo 4096 ;;
   esac

@@ -52,7 +52,7 @@ struct Seed {
 void save_index(const std::string& dir, const Seed& seed) {
   qv_index_t* index = nullptr;
   check(qv_index_create(qvfuzz::cpu_context(), seed.descriptor, kDim, seed.metric, &index), seed.name);
-  const bool needs_training = std::strncmp(seed.descriptor, "IVF", 3) == 0 || std::strncmp(seed.descriptor, "OPQ", 3) == 0;
+  const bool needs_training = std::strstr(seed.descriptor, "IVF") != nullptr;
   if (needs_training) {
     const std::vector<float> train = vectors(kTrainRows, 1);
     check(qv_index_train(index, kTrainRows, train.data()), seed.name);
@@ -179,12 +179,13 @@ void idx_seeds(const std::string& dir) {
 void descriptor_seeds(const std::string& dir) {
   static const char* forms[] = {"Flat", "IVF16,Flat", "IVF16,Flat,HostIds", "IVF16,PQ4", "IVF16,PQ4,Refine",
                                 "IVF16,PQ4,Refine,HostIds", "OPQ4,IVF16,PQ4", "OPQ4,IVF16,PQ4,Refine",
-                                "Graph8", "Graph8,K16", "LC8", "SSS0.5", "SSS0.5,P4"};
+                                "Graph8", "Graph8,K16", "LC8", "SSS0.5", "SSS0.5,P4", "Sharded2,Flat",
+                                "Replicated,IVF16,Flat", "Replicated2,Sharded3,Graph8", "Routed4,LC8"};
   int n = 0;
   for (const char* form : forms) {
     // Byte 0: dim - 1 (15: dim 16, which every M above divides); byte 1: the metric (edit distance
     // for the metric-space kinds).
-    const bool metric_space = std::strncmp(form, "LC", 2) == 0 || std::strncmp(form, "SSS", 3) == 0;
+    const bool metric_space = std::strstr(form, "LC") != nullptr || std::strncmp(form, "SSS", 3) == 0;
     std::string bytes = std::string("\x0f") + static_cast<char>(metric_space ? QV_METRIC_EDIT : n % 3) + form;
     write_file(dir + "/" + std::to_string(n++) + "_" + form, bytes.data(), bytes.size());
   }
@@ -213,6 +214,11 @@ int main(int argc, char** argv) {
       {"lc4_l1", "LC4", QV_METRIC_L1, true, true},
       {"sss_linf", "SSS0.5,P6", QV_METRIC_LINF, false, false},
       {"flat_l1", "Flat", QV_METRIC_L1, false, true},
+      // The multi-device kinds (cpp/multi/), logical shards on the CPU.
+      {"sharded3_flat", "Sharded3,Flat", QV_METRIC_L2, true, true},
+      {"replicated2_ivf_flat", "Replicated2,IVF16,Flat", QV_METRIC_L2, false, false},
+      {"replicated2_sharded2_ivf_pq", "Replicated2,Sharded2,IVF16,PQ4", QV_METRIC_L2, true, true},
+      {"routed2_lc4_l1", "Routed2,LC4", QV_METRIC_L1, true, true},
   };
   for (const Seed& seed : seeds) save_index(load, seed);
   save_empty(load, "ivf_pq_untrained", "IVF16,PQ4");
