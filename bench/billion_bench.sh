@@ -9,11 +9,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${QUIVER_BUILD_DIR:-$root/build}"
 OUT="${OUT:-$root/out}"
 export NCCL_NVLS_ENABLE=0
-mkdir -p "$OUT" "$build/bench"
-"${CXX:-c++}" -std=c++17 -O3 -I"$root" -I"$root/include" -I"$build/include" -c "$root/bench/multi/billion_bench.cpp" \
-  -o "$build/bench/billion_bench.o" || exit 1
-mapfile -t link_args < <(grep -v '^#' "$build/quiver_link.txt")
-"${CXX:-c++}" "$build/bench/billion_bench.o" "$build/libquiver.a" "${link_args[@]}" -lpthread \
-  -o "$build/bench/billion_bench" || exit 1
+mkdir -p "$OUT"
+source "$root/bench/driver.sh"
+build_driver billion_bench "$root/bench/multi/billion_bench.cpp"
 nvidia-smi --query-gpu=index,name,memory.total --format=csv 2>&1 | tee "$OUT/billion_bench.txt"
 "$build/bench/billion_bench" "$@" 2>&1 | tee -a "$OUT/billion_bench.txt"

@@ -10,13 +10,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${QUIVER_BUILD_DIR:-$root/build}"
 OUT="${OUT:-$root/out}"
 words="${WORDS:-/usr/share/dict/spanish}"
-mkdir -p "$OUT" "$build/bench"
-includes=(-I"$root" -I"$build/include")
-if command -v nvcc >/dev/null; then includes+=(-I"$(dirname "$(command -v nvcc)")/../include"); fi
-"${CXX:-c++}" -std=c++17 -O3 "${includes[@]}" -c "$root/bench/metric/metric_bench.cpp" \
-  -o "$build/bench/metric_bench.o" || exit 1
-mapfile -t link_args < <(grep -v '^#' "$build/quiver_link.txt")
-"${CXX:-c++}" "$build/bench/metric_bench.o" "$build/libquiver.a" "${link_args[@]}" -o "$build/bench/metric_bench" || exit 1
+mkdir -p "$OUT"
+source "$root/bench/driver.sh"
+build_driver metric_bench "$root/bench/metric/metric_bench.cpp"
 args=("$@")
 [[ ${#args[@]} -eq 0 ]] && args=(--devices cpu --vectors 100000)
 "$build/bench/metric_bench" --words "$words" --json "$OUT/metric_bench.json" "${args[@]}" 2>&1 | tee "$OUT/metric_bench.txt"

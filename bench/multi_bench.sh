@@ -10,10 +10,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${QUIVER_BUILD_DIR:-$root/build}"
 OUT="${OUT:-$root/out}"
 export NCCL_NVLS_ENABLE=0
-mkdir -p "$OUT" "$build/bench"
-"${CXX:-c++}" -std=c++17 -O3 -I"$root" -I"$root/include" -I"$build/include" -c "$root/bench/multi/multi_bench.cpp" \
-  -o "$build/bench/multi_bench.o" || exit 1
-mapfile -t link_args < <(grep -v '^#' "$build/quiver_link.txt")
-"${CXX:-c++}" "$build/bench/multi_bench.o" "$build/libquiver.a" "${link_args[@]}" -o "$build/bench/multi_bench" || exit 1
+mkdir -p "$OUT"
+source "$root/bench/driver.sh"
+build_driver multi_bench "$root/bench/multi/multi_bench.cpp"
 nvidia-smi --query-gpu=index,name,memory.total --format=csv 2>&1 | tee "$OUT/multi_bench.txt"
 "$build/bench/multi_bench" "$@" 2>&1 | tee -a "$OUT/multi_bench.txt"

@@ -70,18 +70,10 @@ void Comm::broadcast(void* data, int64_t bytes, int root, const char* step) cons
   }
 }
 
-int64_t Comm::sum(int64_t value, const char* step) const {
+int64_t Comm::all_reduce(int64_t value, MPI_Op op, const char* step) const {
   int64_t out = 0;
   MPI_Request request;
-  check_mpi(MPI_Iallreduce(&value, &out, 1, MPI_INT64_T, MPI_SUM, comm_, &request), step);
-  wait(request, step);
-  return out;
-}
-
-int64_t Comm::max(int64_t value, const char* step) const {
-  int64_t out = 0;
-  MPI_Request request;
-  check_mpi(MPI_Iallreduce(&value, &out, 1, MPI_INT64_T, MPI_MAX, comm_, &request), step);
+  check_mpi(MPI_Iallreduce(&value, &out, 1, MPI_INT64_T, op, comm_, &request), step);
   wait(request, step);
   return out;
 }

@@ -32,8 +32,8 @@ class Comm {
   void broadcast(void* data, int64_t bytes, int root, const char* step) const;
   template <typename T>
   void broadcast_vector(std::vector<T>& values, int root, const char* step) const;
-  int64_t sum(int64_t value, const char* step) const;
-  int64_t max(int64_t value, const char* step) const;
+  int64_t sum(int64_t value, const char* step) const { return all_reduce(value, MPI_SUM, step); }
+  int64_t max(int64_t value, const char* step) const { return all_reduce(value, MPI_MAX, step); }
   // Every rank's value, in rank order.
   std::vector<int64_t> all_gather(int64_t value, const char* step) const;
   // Gathers each rank's bytes to root (the result is empty elsewhere); `counts` receives the bytes
@@ -49,6 +49,8 @@ class Comm {
   void agree(std::exception_ptr local, const char* step) const;
 
  private:
+  int64_t all_reduce(int64_t value, MPI_Op op, const char* step) const;
+
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;

@@ -8,17 +8,9 @@
 #include "cpp/io/bytes.h"
 #include "cpp/metric/list_of_clusters.h"
 #include "cpp/metric/query_distance.h"
-#include "cpp/multi/batch.h"
+#include "cpp/multi/object_rows.h"
 
 namespace quiver {
-
-namespace {
-
-Batch batch_of(const Objects& x) {
-  return x.are_strings() ? Batch::of_strings(x.strings) : Batch::of_vectors(x.n, x.vectors, x.dim);
-}
-
-}  // namespace
 
 std::vector<int64_t> ClusterRoutes::build(ThreadPool& pool, const Objects& x, int64_t bucket, int64_t parts) {
   ListOfClusters clusters(metric_, bucket);
@@ -26,7 +18,7 @@ std::vector<int64_t> ClusterRoutes::build(ThreadPool& pool, const Objects& x, in
   const ListOfClusters::FlatTables tables = clusters.flat_tables();
   const int64_t count = static_cast<int64_t>(tables.centre_rows.size());
   ObjectStore centres(centres_.dim());
-  centres.append(gather(batch_of(x), tables.centre_rows).batch.objects());
+  centres.append(gather_rows(x, tables.centre_rows).objects);
   std::vector<int32_t> owners(static_cast<size_t>(count));
   std::vector<int64_t> part_of(static_cast<size_t>(x.n), 0);
   for (int64_t c = 0; c < count; ++c) {
@@ -56,7 +48,7 @@ std::vector<int64_t> ClusterRoutes::place(ThreadPool& pool, const Objects& x, st
   for (int64_t i = 0; i < x.n; ++i)
     if (covering[i] < 0) uncovered.push_back(i);
   ObjectStore centres_after = centres_;
-  centres_after.append(gather(batch_of(x), uncovered).batch.objects());
+  centres_after.append(gather_rows(x, uncovered).objects);
   std::vector<int64_t> part_of(static_cast<size_t>(x.n));
   std::vector<int32_t> owners = owners_;
   for (int64_t i = 0; i < x.n; ++i) {

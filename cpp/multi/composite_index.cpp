@@ -97,36 +97,53 @@ void CompositeIndex::do_train(int64_t n, const float* x) {
 
 // The composite's public call has validated the input (and normalised it for cosine): the parts'
 // own do_* members take it as it is, without checking it again.
-void CompositeIndex::add_to(Index& part, const Batch& x, const int64_t* ids) {
-  if (x.dim == 0) {
+void CompositeIndex::add_to(Index& part, const Objects& x, const int64_t* ids) {
+  if (x.are_strings()) {
     part.do_add_strings(x.strings, ids);
   } else {
     part.do_add(x.n, x.vectors, ids);
   }
 }
 
-void CompositeIndex::search_in(const Index& part, const Batch& queries, int64_t k, const SearchOptions& options,
+std::vector<std::exception_ptr> CompositeIndex::add_to_parts(const std::vector<Objects>& objects,
+                                                             const std::vector<const int64_t*>& ids) {
+  const int64_t parts = part_count();
+  std::vector<std::exception_ptr> errors = run_parts(parts, [&](int64_t p) {
+    if (objects[p].n > 0) add_to(*parts_[p], objects[p], ids[p]);
+  });
+  if (std::any_of(errors.begin(), errors.end(), [](const auto& e) { return e != nullptr; }))
+    for (int64_t p = 0; p < parts; ++p)
+      if (!errors[p] && objects[p].n > 0) parts_[p]->remove(objects[p].n, ids[p]);
+  return errors;
+}
+
+void CompositeIndex::rethrow_first(const std::vector<std::exception_ptr>& errors) {
+  for (const std::exception_ptr& error : errors)
+    if (error) std::rethrow_exception(error);
+}
+
+void CompositeIndex::search_in(const Index& part, const Objects& queries, int64_t k, const SearchOptions& options,
                                float* distances, int64_t* ids) {
-  if (queries.dim == 0) {
+  if (queries.are_strings()) {
     part.do_search_strings(queries.strings, k, options, distances, ids);
   } else {
     part.do_search(queries.n, queries.vectors, k, options, distances, ids);
   }
 }
 
-RangeResult CompositeIndex::range_search_in(const Index& part, const Batch& queries, float radius,
+RangeResult CompositeIndex::range_search_in(const Index& part, const Objects& queries, float radius,
                                             const SearchOptions& options) {
-  if (queries.dim == 0) return part.do_range_search_strings(queries.strings, radius, options);
+  if (queries.are_strings()) return part.do_range_search_strings(queries.strings, radius, options);
   return part.do_range_search(queries.n, queries.vectors, radius, options);
 }
 
 void CompositeIndex::do_add(int64_t n, const float* x, const int64_t* ids) {
-  add_batch(Batch::of_vectors(n, x, dim()), ids);
+  add_batch(Objects::of_vectors(n, dim(), x), ids);
 }
 
-void CompositeIndex::do_add_strings(const Strings& x, const int64_t* ids) { add_batch(Batch::of_strings(x), ids); }
+void CompositeIndex::do_add_strings(const Strings& x, const int64_t* ids) { add_batch(Objects::of_strings(x), ids); }
 
-void CompositeIndex::search_objects(const Batch& queries, int64_t k, const SearchOptions& options,
+void CompositeIndex::search_objects(const Objects& queries, int64_t k, const SearchOptions& options,
                                     float* distances, int64_t* ids) const {
   // Results for the caller's device memory are gathered on the host first.
   const bool device_out = gpu::is_device_pointer(distances) || gpu::is_device_pointer(ids);
@@ -144,22 +161,22 @@ void CompositeIndex::search_objects(const Batch& queries, int64_t k, const Searc
 
 void CompositeIndex::do_search(int64_t nq, const float* queries, int64_t k, const SearchOptions& options,
                                float* distances, int64_t* ids) const {
-  search_objects(Batch::of_vectors(nq, queries, dim()), k, options, distances, ids);
+  search_objects(Objects::of_vectors(nq, dim(), queries), k, options, distances, ids);
 }
 
 void CompositeIndex::do_search_strings(const Strings& queries, int64_t k, const SearchOptions& options,
                                        float* distances, int64_t* ids) const {
-  search_objects(Batch::of_strings(queries), k, options, distances, ids);
+  search_objects(Objects::of_strings(queries), k, options, distances, ids);
 }
 
 RangeResult CompositeIndex::do_range_search(int64_t nq, const float* queries, float radius,
                                             const SearchOptions& options) const {
-  return range_search_batch(Batch::of_vectors(nq, queries, dim()), radius, options);
+  return range_search_batch(Objects::of_vectors(nq, dim(), queries), radius, options);
 }
 
 RangeResult CompositeIndex::do_range_search_strings(const Strings& queries, float radius,
                                                     const SearchOptions& options) const {
-  return range_search_batch(Batch::of_strings(queries), radius, options);
+  return range_search_batch(Objects::of_strings(queries), radius, options);
 }
 
 void CompositeIndex::save_payload(ByteWriter& out) const {

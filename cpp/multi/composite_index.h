@@ -8,11 +8,12 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <vector>
 
 #include "cpp/index/index.h"
-#include "cpp/multi/batch.h"
+#include "cpp/multi/object_rows.h"
 #include "cpp/multi/multi_spec.h"
 
 namespace quiver {
@@ -49,10 +50,10 @@ class CompositeIndex : public Index {
                                       const SearchOptions& options) const override;
 
   // The mode's own parts of add and search; x and queries are host memory, outputs host memory.
-  virtual void add_batch(const Batch& x, const int64_t* ids) = 0;
-  virtual void search_batch(const Batch& queries, int64_t k, const SearchOptions& options, float* distances,
+  virtual void add_batch(const Objects& x, const int64_t* ids) = 0;
+  virtual void search_batch(const Objects& queries, int64_t k, const SearchOptions& options, float* distances,
                             int64_t* ids) const = 0;
-  virtual RangeResult range_search_batch(const Batch& queries, float radius, const SearchOptions& options) const = 0;
+  virtual RangeResult range_search_batch(const Objects& queries, float radius, const SearchOptions& options) const = 0;
   bool replicated() const { return spec_.mode == MultiSpec::Mode::replicated; }
   // What a mode stores besides its parts (after them in the payload).
   virtual void save_extra(ByteWriter&) const {}
@@ -64,11 +65,18 @@ class CompositeIndex : public Index {
   // A copy of `source` (via its payload) as part p of `parts`.
   std::unique_ptr<Index> copy_as_part(const Index& source, int64_t p, int64_t parts) const;
 
+  // Adds objects[p] with ids[p] to part p, every part at once (a part given no objects is skipped).
+  // If any part fails, the parts that took theirs give them back: nothing is half-added. Returns each
+  // part's error, nullptr where it succeeded.
+  std::vector<std::exception_ptr> add_to_parts(const std::vector<Objects>& objects,
+                                               const std::vector<const int64_t*>& ids);
+  // Rethrows the first of errors, if there is one.
+  static void rethrow_first(const std::vector<std::exception_ptr>& errors);
+
   // Calls on one part, for vectors or strings alike.
-  static void add_to(Index& part, const Batch& x, const int64_t* ids);
-  static void search_in(const Index& part, const Batch& queries, int64_t k, const SearchOptions& options,
+  static void search_in(const Index& part, const Objects& queries, int64_t k, const SearchOptions& options,
                         float* distances, int64_t* ids);
-  static RangeResult range_search_in(const Index& part, const Batch& queries, float radius,
+  static RangeResult range_search_in(const Index& part, const Objects& queries, float radius,
                                      const SearchOptions& options);
 
   std::vector<Context*> devices_;
@@ -77,13 +85,14 @@ class CompositeIndex : public Index {
   int64_t max_id_ = -1;
 
  private:
+  static void add_to(Index& part, const Objects& x, const int64_t* ids);
   // The devices part p of `parts` runs on: one for a shard, a group for a replica of a sharded kind.
   std::vector<Context*> devices_of_part(int64_t p, int64_t parts) const;
   // An empty index as part p of `parts`.
   std::unique_ptr<Index> make_part(int64_t p, int64_t parts) const;
   // Parts p >= 1 as copies of `first`, then all committed: nothing changes if a copy fails.
   void replace_parts(std::unique_ptr<Index> first, int64_t parts);
-  void search_objects(const Batch& queries, int64_t k, const SearchOptions& options, float* distances,
+  void search_objects(const Objects& queries, int64_t k, const SearchOptions& options, float* distances,
                       int64_t* ids) const;
 };
 

@@ -6,17 +6,11 @@
 
 namespace quiver {
 
-void ReplicatedIndex::add_batch(const Batch& x, const int64_t* ids) {
+void ReplicatedIndex::add_batch(const Objects& x, const int64_t* ids) {
   std::vector<int64_t> assigned;
   const int64_t* added = new_ids(x.n, ids, assigned);
-  const std::vector<std::exception_ptr> errors = run_parts(part_count(), [&](int64_t r) { add_to(*parts_[r], x, added); });
-  const auto failed = std::find_if(errors.begin(), errors.end(), [](const auto& e) { return e != nullptr; });
-  if (failed != errors.end()) {
-    // Nothing half-added: the replicas that took the add give it back.
-    for (int64_t r = 0; r < part_count(); ++r)
-      if (!errors[r]) parts_[r]->remove(x.n, added);
-    std::rethrow_exception(*failed);
-  }
+  const size_t replicas = static_cast<size_t>(part_count());
+  rethrow_first(add_to_parts(std::vector<Objects>(replicas, x), std::vector<const int64_t*>(replicas, added)));
   note_added(x.n, added);
 }
 
@@ -25,25 +19,25 @@ ReplicatedIndex::Split ReplicatedIndex::split(int64_t nq) const {
   return Split{std::min(replicas, nq), static_cast<int64_t>(next_replica_++ % static_cast<uint64_t>(replicas))};
 }
 
-void ReplicatedIndex::search_batch(const Batch& queries, int64_t k, const SearchOptions& options, float* distances,
+void ReplicatedIndex::search_batch(const Objects& queries, int64_t k, const SearchOptions& options, float* distances,
                                    int64_t* ids) const {
   const Split plan = split(queries.n);
   run_parts_or_throw(plan.slices, [&](int64_t s) {
     const int64_t begin = plan.begin(s, queries.n);
     const int64_t count = plan.begin(s + 1, queries.n) - begin;
-    search_in(*parts_[(plan.first + s) % part_count()], queries.slice(begin, count), k, options,
+    search_in(*parts_[(plan.first + s) % part_count()], slice_rows(queries, begin, count), k, options,
               distances + begin * k, ids + begin * k);
   });
 }
 
-RangeResult ReplicatedIndex::range_search_batch(const Batch& queries, float radius,
+RangeResult ReplicatedIndex::range_search_batch(const Objects& queries, float radius,
                                                 const SearchOptions& options) const {
   const Split plan = split(queries.n);
   std::vector<RangeResult> slices(static_cast<size_t>(plan.slices));
   run_parts_or_throw(plan.slices, [&](int64_t s) {
     const int64_t begin = plan.begin(s, queries.n);
     const int64_t count = plan.begin(s + 1, queries.n) - begin;
-    slices[s] = range_search_in(*parts_[(plan.first + s) % part_count()], queries.slice(begin, count), radius, options);
+    slices[s] = range_search_in(*parts_[(plan.first + s) % part_count()], slice_rows(queries, begin, count), radius, options);
   });
   // The slices' results one after another.
   RangeResult result;

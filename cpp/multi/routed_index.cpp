@@ -21,7 +21,7 @@ MemoryUse RoutedIndex::memory() const {
   return use;
 }
 
-void RoutedIndex::add_batch(const Batch& x, const int64_t* ids) {
+void RoutedIndex::add_batch(const Objects& x, const int64_t* ids) {
   std::vector<int64_t> assigned;
   const int64_t* added = new_ids(x.n, ids, assigned);
   const int64_t parts = part_count();
@@ -29,11 +29,11 @@ void RoutedIndex::add_batch(const Batch& x, const int64_t* ids) {
   const ClusterRoutes before = routes_;
   std::vector<int64_t> part_of;
   if (count() == 0) {
-    part_of = routes_.build(context().pool(), x.objects(), bucket_, parts);
+    part_of = routes_.build(context().pool(), x, bucket_, parts);
   } else {
     std::vector<int64_t> sizes(static_cast<size_t>(parts));
     for (int64_t p = 0; p < parts; ++p) sizes[p] = parts_[p]->count();
-    part_of = routes_.place(context().pool(), x.objects(), sizes);
+    part_of = routes_.place(context().pool(), x, sizes);
   }
   // Each part takes its objects in the batch's order (its rows' order is its ties' order).
   std::vector<std::vector<int64_t>> rows(static_cast<size_t>(parts)), part_ids(static_cast<size_t>(parts));
@@ -41,29 +41,30 @@ void RoutedIndex::add_batch(const Batch& x, const int64_t* ids) {
     rows[part_of[i]].push_back(i);
     part_ids[part_of[i]].push_back(added[i]);
   }
-  std::vector<GatheredBatch> batches(static_cast<size_t>(parts));
-  for (int64_t p = 0; p < parts; ++p) batches[p] = gather(x, rows[p]);
-  const std::vector<std::exception_ptr> errors = run_parts(parts, [&](int64_t p) {
-    if (!rows[p].empty()) add_to(*parts_[p], batches[p].batch, part_ids[p].data());
-  });
-  const auto failed = std::find_if(errors.begin(), errors.end(), [](const auto& e) { return e != nullptr; });
-  if (failed != errors.end()) {
-    // Nothing half-added: the parts that took their objects give them back.
-    for (int64_t p = 0; p < parts; ++p)
-      if (!errors[p] && !rows[p].empty()) parts_[p]->remove(static_cast<int64_t>(part_ids[p].size()), part_ids[p].data());
+  std::vector<GatheredRows> gathered(static_cast<size_t>(parts));
+  std::vector<Objects> objects(static_cast<size_t>(parts));
+  std::vector<const int64_t*> objects_ids(static_cast<size_t>(parts));
+  for (int64_t p = 0; p < parts; ++p) {
+    gathered[p] = gather_rows(x, rows[p]);
+    objects[p] = gathered[p].objects;
+    objects_ids[p] = part_ids[p].data();
+  }
+  try {
+    rethrow_first(add_to_parts(objects, objects_ids));
+  } catch (...) {
     routes_ = before;
-    std::rethrow_exception(*failed);
+    throw;
   }
   note_added(x.n, added);
 }
 
-RangeResult RoutedIndex::range_search_batch(const Batch& queries, float radius, const SearchOptions& options) const {
+RangeResult RoutedIndex::range_search_batch(const Objects& queries, float radius, const SearchOptions& options) const {
   const int64_t parts = part_count(), nq = queries.n;
   // Stage 1: the parts each query's ball reaches (L2 radii are squared at the C ABI).
   const bool squared = metric() == Metric::l2;
   std::vector<std::vector<int64_t>> routed(static_cast<size_t>(parts));
   if (!(squared && radius < 0.0f))
-    routed = routes_.route(context().pool(), queries.objects(), squared ? std::sqrt(radius) : radius, parts);
+    routed = routes_.route(context().pool(), queries, squared ? std::sqrt(radius) : radius, parts);
   int64_t pairs = 0;
   for (const auto& part : routed) pairs += static_cast<int64_t>(part.size());
   last_routed_fraction_ = static_cast<double>(pairs) / static_cast<double>(std::max<int64_t>(1, nq * parts));
@@ -73,8 +74,8 @@ RangeResult RoutedIndex::range_search_batch(const Batch& queries, float radius, 
     RangeResult& out = results[p];
     out.lims.assign(static_cast<size_t>(nq + 1), 0);
     if (routed[p].empty()) return;
-    const GatheredBatch subset = gather(queries, routed[p]);
-    RangeResult found = range_search_in(*parts_[p], subset.batch, radius, options);
+    const GatheredRows subset = gather_rows(queries, routed[p]);
+    RangeResult found = range_search_in(*parts_[p], subset.objects, radius, options);
     for (size_t i = 0; i < routed[p].size(); ++i) out.lims[routed[p][i] + 1] = found.lims[i + 1] - found.lims[i];
     for (int64_t q = 0; q < nq; ++q) out.lims[q + 1] += out.lims[q];
     out.ids = std::move(found.ids);

@@ -27,8 +27,8 @@ class RoutedIndex final : public ShardedIndex {
   double last_routed_fraction() const { return last_routed_fraction_; }
 
  protected:
-  void add_batch(const Batch& x, const int64_t* ids) override;
-  RangeResult range_search_batch(const Batch& queries, float radius, const SearchOptions& options) const override;
+  void add_batch(const Objects& x, const int64_t* ids) override;
+  RangeResult range_search_batch(const Objects& queries, float radius, const SearchOptions& options) const override;
   void save_extra(ByteWriter& out) const override;
   void load_extra(ByteReader& in) override;
 

@@ -66,7 +66,7 @@ bool ShardedIndex::holds_id(int64_t id) const {
   return std::any_of(parts_.begin(), parts_.end(), [&](const auto& part) { return part->holds_id(id); });
 }
 
-void ShardedIndex::add_batch(const Batch& x, const int64_t* ids) {
+void ShardedIndex::add_batch(const Objects& x, const int64_t* ids) {
   std::vector<int64_t> assigned;
   const int64_t* added = new_ids(x.n, ids, assigned);
   const int64_t parts = part_count();
@@ -77,16 +77,17 @@ void ShardedIndex::add_batch(const Batch& x, const int64_t* ids) {
     const std::vector<int64_t> shares = balanced_shares(x.n, counts, full);
     std::vector<int64_t> begin(static_cast<size_t>(parts + 1), 0);
     std::partial_sum(shares.begin(), shares.end(), begin.begin() + 1);
-    const std::vector<std::exception_ptr> errors = run_parts(parts, [&](int64_t p) {
-      if (shares[p] > 0) add_to(*parts_[p], x.slice(begin[p], shares[p]), added + begin[p]);
-    });
+    std::vector<Objects> slices(static_cast<size_t>(parts));
+    std::vector<const int64_t*> slice_ids(static_cast<size_t>(parts));
+    for (int64_t p = 0; p < parts; ++p) {
+      slices[p] = slice_rows(x, begin[p], shares[p]);
+      slice_ids[p] = added + begin[p];
+    }
+    const std::vector<std::exception_ptr> errors = add_to_parts(slices, slice_ids);
     if (std::none_of(errors.begin(), errors.end(), [](const auto& e) { return e != nullptr; })) {
       note_added(x.n, added);
       return;
     }
-    // Nothing half-added: the shards that took their share give it back.
-    for (int64_t p = 0; p < parts; ++p)
-      if (!errors[p] && shares[p] > 0) parts_[p]->remove(shares[p], added + begin[p]);
     // A shard out of device memory is full; the others may still have room for the whole add.
     std::exception_ptr first;
     bool only_memory = true;
@@ -101,7 +102,7 @@ void ShardedIndex::add_batch(const Batch& x, const int64_t* ids) {
   }
 }
 
-void ShardedIndex::search_batch(const Batch& queries, int64_t k, const SearchOptions& options, float* distances,
+void ShardedIndex::search_batch(const Objects& queries, int64_t k, const SearchOptions& options, float* distances,
                                 int64_t* ids) const {
   const int64_t parts = part_count();
   if (parts == 1) {
@@ -122,7 +123,7 @@ void ShardedIndex::search_batch(const Batch& queries, int64_t k, const SearchOpt
     if (merge_error && !error) error = merge_error;
   };
   for (int64_t begin = 0, round = 0; begin < queries.n && !error; begin += chunk, ++round) {
-    const Batch slice = queries.slice(begin, std::min(chunk, queries.n - begin));
+    const Objects slice = slice_rows(queries, begin, std::min(chunk, queries.n - begin));
     PartResult* set = buffers.data() + (round % 2) * parts;
     for (const std::exception_ptr& failed : run_parts(parts, [&](int64_t p) {
            set[p].distances.resize(static_cast<size_t>(slice.n * k));
@@ -163,7 +164,7 @@ void ShardedIndex::give_back(std::vector<PartResult> buffers) const {
   spare_buffers_.push_back(std::move(buffers));
 }
 
-RangeResult ShardedIndex::range_search_batch(const Batch& queries, float radius, const SearchOptions& options) const {
+RangeResult ShardedIndex::range_search_batch(const Objects& queries, float radius, const SearchOptions& options) const {
   const int64_t parts = part_count();
   std::vector<RangeResult> results(static_cast<size_t>(parts));
   run_parts_or_throw(parts, [&](int64_t p) { results[p] = range_search_in(*parts_[p], queries, radius, options); });

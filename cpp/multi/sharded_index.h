@@ -20,10 +20,10 @@ class ShardedIndex : public CompositeIndex {
 
  protected:
   int64_t do_remove(int64_t n, const int64_t* ids) override;
-  void add_batch(const Batch& x, const int64_t* ids) override;
-  void search_batch(const Batch& queries, int64_t k, const SearchOptions& options, float* distances,
+  void add_batch(const Objects& x, const int64_t* ids) override;
+  void search_batch(const Objects& queries, int64_t k, const SearchOptions& options, float* distances,
                     int64_t* ids) const override;
-  RangeResult range_search_batch(const Batch& queries, float radius, const SearchOptions& options) const override;
+  RangeResult range_search_batch(const Objects& queries, float radius, const SearchOptions& options) const override;
 
  private:
   // The shards' k-NN result buffers (bounded: a search goes through them in chunks of queries), kept

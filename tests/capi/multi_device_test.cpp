@@ -11,19 +11,6 @@ namespace {
 
 using namespace qvtest;
 
-// A CUDA context over the given ordinals (repeats are logical devices); empty when it cannot be made.
-Context MakeDevicesContext(const std::vector<int32_t>& ids, int32_t count_code = 0) {
-  qv_context_options_t opts;
-  if (qv_context_options_init(&opts) != QV_OK) return Context();
-  opts.device = QV_DEVICE_CUDA;
-  opts.cpu_threads = 2;
-  opts.device_count = count_code != 0 ? count_code : static_cast<int32_t>(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) opts.device_ids[i] = ids[i];
-  qv_context_t* ctx = nullptr;
-  if (qv_context_create(&opts, &ctx) != QV_OK) return Context();
-  return Context(ctx);
-}
-
 int32_t CudaDevices() {
   int32_t count = 0;
   return qv_cuda_device_count(&count) == QV_OK ? count : 0;

@@ -100,6 +100,20 @@ inline Context MakeCudaContext(int32_t device_id, int32_t threads = 2) {
   return Context(ctx);
 }
 
+// A CUDA context over the given ordinals (repeats are logical devices sharing a GPU), or with
+// count_code QV_ALL_DEVICES over every visible one; empty when it cannot be made.
+inline Context MakeDevicesContext(const std::vector<int32_t>& ids, int32_t count_code = 0) {
+  qv_context_options_t opts;
+  if (qv_context_options_init(&opts) != QV_OK) return Context();
+  opts.device = QV_DEVICE_CUDA;
+  opts.cpu_threads = 2;
+  opts.device_count = count_code != 0 ? count_code : static_cast<int32_t>(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) opts.device_ids[i] = ids[i];
+  qv_context_t* ctx = nullptr;
+  if (qv_context_create(&opts, &ctx) != QV_OK) return Context();
+  return Context(ctx);
+}
+
 inline Index MakeIndex(qv_context_t* ctx, int64_t dim, qv_metric_t metric,
                        const char* descriptor = "Flat") {
   qv_index_t* idx = nullptr;

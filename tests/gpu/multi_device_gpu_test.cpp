@@ -10,21 +10,9 @@ namespace {
 
 using namespace qvtest;
 
-Context MakeLogicalDevices(int32_t count) {
-  qv_context_options_t opts;
-  if (qv_context_options_init(&opts) != QV_OK) return Context();
-  opts.device = QV_DEVICE_CUDA;
-  opts.cpu_threads = 2;
-  opts.device_count = count;
-  for (int32_t i = 0; i < count; ++i) opts.device_ids[i] = test_device();
-  qv_context_t* ctx = nullptr;
-  if (qv_context_create(&opts, &ctx) != QV_OK) return Context();
-  return Context(ctx);
-}
-
 TEST(GpuMultiDevice, AddsSurviveEveryFailedDeviceAllocation) {
   QV_REQUIRE_GPU();
-  Context ctx = MakeLogicalDevices(3);
+  Context ctx = MakeDevicesContext({test_device(), test_device(), test_device()});
   ASSERT_TRUE(ctx) << qv_last_error_message();
   const int64_t dim = 16, n = 500;
   const std::vector<float> base = RandomVectors(n, dim, 3), queries = RandomVectors(9, dim, 4);
@@ -52,7 +40,7 @@ TEST(GpuMultiDevice, AddsSurviveEveryFailedDeviceAllocation) {
 
 TEST(GpuMultiDevice, AShardOutOfMemoryLeavesItsShareToTheOthers) {
   QV_REQUIRE_GPU();
-  Context ctx = MakeLogicalDevices(3);
+  Context ctx = MakeDevicesContext({test_device(), test_device(), test_device()});
   ASSERT_TRUE(ctx) << qv_last_error_message();
   const int64_t dim = 8, n = 300;
   const std::vector<float> base = RandomVectors(n, dim, 5);
