@@ -168,6 +168,7 @@ void GpuIvfIndex::load_payload(ByteReader& in, int64_t count) {
     gpu::ivf_append_encoded(context().gpu(), *ivf, l, stored.size(), codes,
                             model->keep_raw ? stored.raw.data() : nullptr, stored.ids.data());
   }
+  ids.finish_loading();
   if (loaded != count)
     fail(Status::corrupt_data, "corrupt index: the lists hold ", loaded, " vectors, the header says ", count);
   model_ = std::move(model);

@@ -148,6 +148,7 @@ void IvfIndex::load_payload(ByteReader& in, int64_t count) {
     const float* vectors = model->is_pq() ? stored.raw.data() : stored.vectors.data();
     lists->append(stored.size(), list_numbers.data(), stored.ids.data(), stored.codes.data(), vectors);
   }
+  ids.finish_loading();
   if (lists->count() != count)
     fail(Status::corrupt_data, "corrupt index: the lists hold ", lists->count(), " vectors, the header says ", count);
   install(std::move(model), std::move(lists));

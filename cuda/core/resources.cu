@@ -99,10 +99,8 @@ void Resources::release() noexcept {
   }
 }
 
-Session::Session(Resources& resources) : resources_(resources), lock_(resources.mutex()) {
-  QV_CUDA_CHECK(cudaGetDevice(&previous_device_));
-  QV_CUDA_CHECK(cudaSetDevice(resources_.device()));
-}
+Session::Session(Resources& resources)
+    : resources_(resources), lock_(resources.mutex()), device_(resources.device()) {}
 
 void Session::finish() {
   for (int i = 0; i < Resources::kStreams; ++i) QV_CUDA_CHECK(cudaStreamSynchronize(resources_.stream(i)));
@@ -114,7 +112,6 @@ Session::~Session() {
     for (int i = 0; i < Resources::kStreams; ++i) cudaStreamSynchronize(resources_.stream(i));
     cudaGetLastError();
   }
-  if (previous_device_ >= 0) cudaSetDevice(previous_device_);
 }
 
 // ---- gpu.h ----------------------------------------------------------------------------------------

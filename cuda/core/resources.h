@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "cpp/backend/gpu.h"
+#include "cuda/core/device_scope.h"
 #include "cuda/core/memory_pool.h"
 #include "cuda/core/transfer.h"
 #include "cuda/select/select.h"
@@ -74,7 +75,7 @@ class Session {
  private:
   Resources& resources_;
   std::unique_lock<std::mutex> lock_;
-  int previous_device_ = -1;
+  DeviceScope device_;  // after lock_: the caller's device comes back before the lock is released
   bool finished_ = false;
 };
 

@@ -54,7 +54,6 @@ struct SearchArgs {
   const float* vectors;
   const int32_t* adjacency;
   const int64_t* row_ids;  // nullptr: rows are ids
-  int64_t rows;
   int dim;
   int degree;
   bool inner_product;
@@ -482,7 +481,6 @@ void graph_search(Resources& resources, const GraphDevice& graph, int64_t nq, co
   a.vectors = graph.vectors.get();
   a.adjacency = graph.adjacency.get();
   a.row_ids = graph.ids.size() > 0 ? graph.ids.get() : nullptr;
-  a.rows = graph.rows;
   a.dim = int(graph.dim);
   a.degree = int(graph.degree);
   a.inner_product = graph.metric == Metric::inner_product;

@@ -25,7 +25,10 @@ namespace quiver::gpu {
 namespace {
 
 // A list that overflows grows by half (at least what it needs, at least kMinListCapacity slots),
-// rounded up to whole kSlotRound slots.
+// rounded up to whole kSlotRound slots. When the arena is rebuilt for a later add, every list also
+// gets room for half its size again: streamed adds spread over many lists, and growing only the
+// lists that overflowed would rebuild the whole arena on nearly every add (O(index) each); with
+// headroom everywhere the arena is rebuilt O(log n) times. The first fill is tight.
 constexpr int64_t kGrowNumerator = 3;
 constexpr int64_t kGrowDenominator = 2;
 constexpr int64_t kMinListCapacity = 16;
@@ -36,28 +39,30 @@ struct Layout {
   int64_t total = 0;
 };
 
-// The layout that gives every list room for extra[l] more entries; false when the current one does.
-bool plan_growth(const IvfDevice& ivf, const std::vector<int64_t>& extra, Layout* out) {
+int64_t round_slots(int64_t slots) { return (slots + kSlotRound - 1) / kSlotRound * kSlotRound; }
+
+// The layout that gives every list room for extra[l] more entries (and, with headroom, every list
+// room to grow by half); false when the current one has room already.
+bool plan_growth(const IvfDevice& ivf, const std::vector<int64_t>& extra, bool headroom, Layout* out) {
   bool grown = false;
+  for (size_t l = 0; l < size_t(ivf.nlist) && !grown; ++l) grown = ivf.size[l] + extra[l] > ivf.capacity[l];
+  if (!grown) return false;
   out->offset.resize(size_t(ivf.nlist));
   out->capacity.resize(size_t(ivf.nlist));
   int64_t total = 0;
   for (size_t l = 0; l < size_t(ivf.nlist); ++l) {
     const int64_t need = ivf.size[l] + extra[l];
     int64_t cap = ivf.capacity[l];
-    if (need > cap) {
-      cap = std::max({need, cap * kGrowNumerator / kGrowDenominator, kMinListCapacity});
-      cap = (cap + kSlotRound - 1) / kSlotRound * kSlotRound;
-      grown = true;
-    }
+    if (need > cap) cap = round_slots(std::max({need, cap * kGrowNumerator / kGrowDenominator, kMinListCapacity}));
+    if (headroom && need > 0) cap = std::max(cap, round_slots(need * kGrowNumerator / kGrowDenominator));
     out->offset[l] = total;
     out->capacity[l] = cap;
     total += cap;
   }
   out->total = total;
-  if (grown && total > kMaxSlots)
+  if (total > kMaxSlots)
     fail(Status::unsupported, "the GPU inverted lists hold at most ", kMaxSlots, " slots (", total, " needed)");
-  return grown;
+  return true;
 }
 
 IvfArena allocate_arena(Resources& resources, const IvfDevice& ivf, int64_t capacity) {
@@ -152,14 +157,22 @@ struct Placement {
 };
 
 void place(Resources& resources, const IvfDevice& ivf, const std::vector<int64_t>& extra, Placement* p) {
-  p->grown = plan_growth(ivf, extra, &p->layout);
+  // Headroom on rebuilds of a filled arena; where that does not fit in device memory, the tight layout.
+  const bool headroom = ivf.count > 0;
+  p->grown = plan_growth(ivf, extra, headroom, &p->layout);
   if (!p->grown) {
     p->layout.offset = ivf.offset;
     p->layout.capacity = ivf.capacity;
     p->layout.total = ivf.arena.capacity;
     return;
   }
-  p->new_arena = allocate_arena(resources, ivf, p->layout.total);
+  try {
+    p->new_arena = allocate_arena(resources, ivf, p->layout.total);
+  } catch (const Error& e) {
+    if (!headroom || e.status() != Status::out_of_device_memory) throw;
+    plan_growth(ivf, extra, false, &p->layout);
+    p->new_arena = allocate_arena(resources, ivf, p->layout.total);
+  }
   std::vector<int32_t> src;
   std::vector<int64_t> sizes;
   remap(ivf, p->layout, [](int64_t) { return true; }, &src, &p->host_ids, &sizes);

@@ -117,6 +117,35 @@ TEST(GpuIvfStorage, BatchedAddsEqualOneAdd) {
   }
 }
 
+// Streamed adds of small batches spread over every list: the arena is rebuilt a logarithmic number
+// of times (a rebuild gives every list headroom), not on nearly every add, and holds at most about
+// twice what one add of everything holds.
+TEST(GpuIvfStorage, StreamedAddsRebuildTheArenaRarely) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  const StorageCase s{20000, 8, 64, 0, Metric::l2, false, false, false};
+  const auto data = testing::uniform_vectors(s.n, s.dim, 31);
+  const HostIvfModel model = model_for(s, data);
+  std::vector<int64_t> ids(static_cast<size_t>(s.n));
+  for (int64_t i = 0; i < s.n; ++i) ids[i] = i;
+  auto whole = gpu::make_ivf(resources, model.view());
+  gpu::ivf_add(resources, *whole, s.n, data.data(), ids.data(), nullptr);
+  auto streamed = gpu::make_ivf(resources, model.view());
+  constexpr int64_t kBatch = 100;
+  int rebuilds = 0;
+  int64_t bytes = gpu::ivf_memory(*streamed).device_bytes;
+  for (int64_t b0 = 0; b0 < s.n; b0 += kBatch) {
+    gpu::ivf_add(resources, *streamed, kBatch, data.data() + b0 * s.dim, ids.data() + b0, nullptr);
+    const int64_t now = gpu::ivf_memory(*streamed).device_bytes;
+    rebuilds += now != bytes;
+    bytes = now;
+  }
+  EXPECT_LE(rebuilds, 25) << "of " << s.n / kBatch << " adds";
+  EXPECT_LE(bytes, 2 * gpu::ivf_memory(*whole).device_bytes + 64 * 16 * 64);
+  EXPECT_EQ(read_lists(resources, *whole, s.nlist, s.dim, false).ids,
+            read_lists(resources, *streamed, s.nlist, s.dim, false).ids);
+}
+
 TEST(GpuIvfStorage, RemoveKeepsOrderAndResults) {
   QV_REQUIRE_GPU();
   gpu::Resources& resources = testing::shared_resources();
