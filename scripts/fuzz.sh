@@ -4,7 +4,10 @@
 # corpus never grows). Prints executions, exec/s and coverage per target; a crash, leak, timeout or
 # out-of-memory leaves its input in build-fuzz/fuzz-artifacts/<target>/ and fails the script.
 #
-# usage: scripts/fuzz.sh [--seconds N] [target...]     default: 60 s, every target
+# usage: scripts/fuzz.sh [--seconds N] [--coverage] [target...]     default: 60 s, every target
+#   --coverage: afterwards, replay each target's final corpus (seeds plus what the run found) through
+#   a build with clang's source coverage (build-fuzz-cov/) and print the line coverage of the
+#   loaders: cpp/io and every file that parses saved indexes (the payload readers of each kind).
 # environment: QUIVER_JOBS (build parallelism, default: number of cores)
 # Reproduce a finding: build-fuzz/tests/fuzz/<target> build-fuzz/fuzz-artifacts/<target>/crash-...
 set -uo pipefail
@@ -12,12 +15,14 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 seconds=60
+coverage=0
 targets=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
     --seconds=*) seconds="${1#--seconds=}"; shift ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --coverage) coverage=1; shift ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -75,6 +80,39 @@ for t in "${targets[@]}"; do
     summary+=("$(printf '%-18s %10s execs  %7s exec/s  %s' "$t" "${execs:-?}" "${speed:-?}" "${cov:-?}")")
   fi
 done
+
+# The loaders' line coverage over the corpora just fuzzed (seeds + findings), from a build with
+# source coverage: each input replayed once (-runs=0), the profiles merged.
+coverage_report() {
+  local cov="$root/build-fuzz-cov" objects=() t
+  mkdir -p "$cov"
+  CC=clang CXX=clang++ cmake -S "$root" -B "$cov" -DQUIVER_FUZZ=ON -DQUIVER_CUDA=OFF \
+    -DQUIVER_BUILD_TESTS=OFF -DQUIVER_BUILD_TOOLS=OFF -DQUIVER_BUILD_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS="-fprofile-instr-generate -fcoverage-mapping" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fprofile-instr-generate" > "$cov/configure.log" 2>&1 &&
+    cmake --build "$cov" -j "$jobs" --target "${targets[@]}" > "$cov/build.log" 2>&1 ||
+    { echo "fuzz.sh: coverage build failed ($cov/build.log)" >&2; return 1; }
+  rm -rf "$work/profiles" && mkdir -p "$work/profiles"
+  for t in "${targets[@]}"; do
+    [[ -d "$work/$t" ]] || continue
+    LLVM_PROFILE_FILE="$work/profiles/$t.profraw" "$cov/tests/fuzz/$t" -runs=0 "$work/$t" > /dev/null 2>&1
+    objects+=(-object "$cov/tests/fuzz/$t")
+  done
+  llvm-profdata merge -sparse "$work"/profiles/*.profraw -o "$work/profiles/all.profdata" || return 1
+  local loaders=(cpp/io/*.cpp cpp/index/*payload.cpp cpp/index/flat.cpp cpp/index/flat_gpu.cpp
+                 cpp/index/ivf_index.cpp cpp/index/graph_index.cpp cpp/metric/metric_index.cpp
+                 cpp/metric/list_of_clusters.cpp cpp/metric/sss.cpp cpp/metric/object_store.cpp
+                 cpp/multi/composite_index.cpp cpp/multi/cluster_routes.cpp cpp/multi/routed_index.cpp)
+  echo
+  echo "== line coverage of the loaders (corpora of: ${targets[*]})"
+  # llvm-cov report's columns: file, regions (3), functions (3), lines: count, missed, cover.
+  llvm-cov report "${objects[@]:1}" -instr-profile="$work/profiles/all.profdata" "${loaders[@]}" |
+    awk -v root="$root/" '{sub(root, "", $1)} /^cpp\// || /^TOTAL/ {printf "  %-34s %6s lines, %6s missed, %8s\n", $1, $8, $9, $10}'
+  echo "  cpp/io alone: $(llvm-cov report "${objects[@]:1}" -instr-profile="$work/profiles/all.profdata" cpp/io/*.cpp |
+    awk '/^TOTAL/ {print $10 " of " $8 " lines"}')"
+}
+
+[[ $coverage -eq 1 ]] && coverage_report
 
 t_end=$(date +%s)
 echo

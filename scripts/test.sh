@@ -5,6 +5,8 @@
 #   2. ctest        every suite but `gpu` (GPU tests also skip themselves without a device), the
 #                   distributed index under mpirun -np 1, 2, 4 (label mpi) included
 #   3. symbols      scripts/check_symbols.sh: libquiver.so exports exactly abi/symbols.txt
+#      abi-release  scripts/check_abi.sh: the release library (the CUDA build where nvcc is found; its
+#                   C API files carry DWARF) against abi/libquiver.abi
 #      install      scripts/check_install.sh: install to a temporary prefix, build and run a consumer
 #                   through find_package (both targets) and pkg-config (shared and --static)
 #   4. build-asan/  CPU-only, AddressSanitizer + UndefinedBehaviorSanitizer, -O1
@@ -97,10 +99,12 @@ if step configure cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DQUIVER_CUDA=A
   build_ok=1
   step tests run_ctest build -LE gpu
   step symbols scripts/check_symbols.sh build/libquiver.so
+  step abi-release scripts/check_abi.sh build/libquiver.so
   step install scripts/check_install.sh build
 else
   skip tests "the build failed"
   skip symbols "the build failed"
+  skip abi-release "the build failed"
   skip install "the build failed"
 fi
 

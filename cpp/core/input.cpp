@@ -1,5 +1,8 @@
 #include "cpp/core/input.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "cpp/backend/gpu.h"
 #include "cpp/core/error.h"
 #include "cpp/distance/vectors.h"
@@ -10,6 +13,9 @@ Input prepare_input(const Context& context, const char* what, const float* x, in
                     int64_t dim, Metric metric, bool device_ok) {
   Input input;
   input.data = x;
+  const int64_t row_bytes = std::max<int64_t>(dim, 1) * static_cast<int64_t>(sizeof(float));
+  require(n <= std::numeric_limits<int64_t>::max() / row_bytes, what, ": ", n, " rows of ", dim,
+          " floats are more bytes than any buffer can hold");
   if (n > 0 && gpu::is_device_pointer(x)) {
     if (context.device() != DeviceKind::cuda)
       fail(Status::invalid_argument, what, " is GPU memory, but the context runs on the CPU");

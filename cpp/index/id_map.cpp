@@ -1,6 +1,7 @@
 #include "cpp/index/id_map.h"
 
 #include <algorithm>
+#include <limits>
 #include <unordered_set>
 
 #include "cpp/core/error.h"
@@ -16,6 +17,9 @@ const int64_t* check_new_ids(int64_t n, const int64_t* ids, int64_t max_id,
 const int64_t* check_new_ids(int64_t n, const int64_t* ids, int64_t max_id,
                              const std::function<bool(int64_t)>& present, std::vector<int64_t>& assigned) {
   if (ids == nullptr) {
+    if (max_id >= 0 && n > std::numeric_limits<int64_t>::max() - max_id)
+      fail(Status::invalid_argument, "ids: ", n, " new ids after the largest present (", max_id,
+           ") would pass INT64_MAX; pass ids explicitly");
     assigned.resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) assigned[i] = max_id + 1 + i;
     return assigned.data();

@@ -152,6 +152,34 @@ TEST_P(CapiBadInput, AddBadIds) {
   }
 }
 
+TEST_P(CapiBadInput, AssignedIdsThatWouldPassInt64Max) {
+  const int64_t top = INT64_MAX - 1;
+  QV_ASSERT_OK(Add(1, fresh_.data(), &top));  // explicit ids may be as large as INT64_MAX
+  EXPECT_TRUE(FailsNaming(Add(2, fresh_.data(), nullptr), QV_ERR_INVALID_ARGUMENT, "ids"));
+  int64_t removed = 0;
+  QV_ASSERT_OK(qv_index_remove(idx_.get(), 1, &top, &removed));
+  EXPECT_EQ(removed, 1);
+}
+
+TEST_P(CapiBadInput, SizesBeyondAnyBuffer) {
+  // Refused from the sizes alone, before anything is read or allocated.
+  const int64_t huge = INT64_MAX / 4;
+  EXPECT_TRUE(FailsNaming(Add(huge, fresh_.data(), nullptr), QV_ERR_INVALID_ARGUMENT, "x"));
+  EXPECT_TRUE(FailsNaming(qv_index_train(idx_.get(), huge, fresh_.data()), QV_ERR_INVALID_ARGUMENT, "x"));
+  EXPECT_TRUE(FailsNaming(SearchWith(huge, q_.data(), k_), QV_ERR_INVALID_ARGUMENT, "queries"));
+}
+
+TEST_P(CapiBadInput, KLargerThanTheIndexPadsWithMinusOne) {
+  const uint32_t k = static_cast<uint32_t>(n_ + 7);
+  std::vector<float> d(nq_ * k);
+  std::vector<int64_t> ids(nq_ * k);
+  QV_ASSERT_OK(qv_index_search(idx_.get(), nq_, q_.data(), k, nullptr, d.data(), ids.data()));
+  for (int64_t q = 0; q < nq_; ++q) {
+    for (int64_t j = 0; j < n_; ++j) EXPECT_GE(ids[q * k + j], 0);
+    for (int64_t j = n_; j < int64_t(k); ++j) EXPECT_EQ(ids[q * k + j], -1);
+  }
+}
+
 TEST_P(CapiBadInput, TrainArguments) {
   EXPECT_TRUE(
       FailsNaming(qv_index_train(nullptr, 4, fresh_.data()), QV_ERR_INVALID_ARGUMENT, "index"));
