@@ -6,16 +6,19 @@
 # Every log goes to $OUT (default ./out).
 #
 # usage: scripts/gpu.sh                      everything above
-#        scripts/gpu.sh --sanitize TOOL      only the GPU suite under compute-sanitizer TOOL (racecheck,
-#                                            memcheck, synccheck or initcheck), built alone, with the
-#                                            suites' smaller problems (QUIVER_SANITIZER_SIZES=small) and
-#                                            split into shards run side by side: the whole suite fits
-#                                            one 10-minute call. Prints the hazards / errors found.
+#        scripts/gpu.sh --sanitize TOOLS     only the GPU suite under compute-sanitizer, for each of TOOLS
+#                                            (racecheck, memcheck, synccheck, initcheck; comma-separated,
+#                                            run at once), built alone, with the suites' smaller problems
+#                                            (QUIVER_SANITIZER_SIZES=small) and split into shards run side
+#                                            by side (spread over the GPUs where there are several): the
+#                                            whole suite fits one 10-minute call. Prints the hazards /
+#                                            errors found.
 #   environment: OUT (log folder), QUIVER_JOBS (default 16), CMAKE_CUDA_ARCHITECTURES (default 90),
 #                QUIVER_MEMCHECK_FILTER (a --gtest_filter for the memcheck run, default all),
 #                QUIVER_MEMCHECK_ARGS (more compute-sanitizer options),
-#                QUIVER_SANITIZER_SHARDS (--sanitize: processes side by side, default 8),
-#                QUIVER_SANITIZER_FILTER (--sanitize: a --gtest_filter, default all)
+#                QUIVER_SANITIZER_SHARDS (--sanitize: processes side by side per tool, default 8),
+#                QUIVER_SANITIZER_FILTER (--sanitize: a --gtest_filter, default all),
+#                QUIVER_SANITIZER_SECONDS (--sanitize: a shard's time limit, default 540)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -36,10 +39,12 @@ while [[ $# -gt 0 ]]; do
     *) echo "gpu.sh: unknown argument $1 (see the usage at the top of the script)" >&2; exit 2 ;;
   esac
 done
-case "$sanitize" in
-  "" | racecheck | memcheck | synccheck | initcheck) ;;
-  *) echo "gpu.sh: --sanitize takes racecheck, memcheck, synccheck or initcheck, not $sanitize" >&2; exit 2 ;;
-esac
+for tool in ${sanitize//,/ }; do
+  case "$tool" in
+    racecheck | memcheck | synccheck | initcheck) ;;
+    *) echo "gpu.sh: --sanitize takes racecheck, memcheck, synccheck or initcheck, not $tool" >&2; exit 2 ;;
+  esac
+done
 
 step() {
   local name="$1" log="$OUT/$1.log"
@@ -75,44 +80,54 @@ find_sanitizer() {
 }
 
 # One shard of the GPU suite under the sanitizer (gtest's own sharding: test i goes to shard i mod N).
+# With several GPUs, shard i's test contexts go to GPU i mod GPUs (every GPU stays visible, so the
+# multi-device tests still run), within a time limit (a shard stopped by it counts as failed).
 sanitize_shard() {
-  local sanitizer="$1" tool="$2" shards="$3" index="$4"
+  local sanitizer="$1" tool="$2" shards="$3" index="$4" gpus="$5"
   local options=(--tool "$tool" --error-exitcode 1)
   # API errors are not reported: the suite provokes some on purpose (out-of-memory tests).
   [[ "$tool" == memcheck ]] && options+=(--leak-check full --report-api-errors no)
   [[ "$tool" == racecheck ]] && options+=(--racecheck-report hazard)
   GTEST_TOTAL_SHARDS="$shards" GTEST_SHARD_INDEX="$index" QUIVER_SANITIZER_SIZES=small \
+    QUIVER_TEST_DEVICE=$((index % (gpus > 0 ? gpus : 1))) \
+    timeout --signal=INT --kill-after=20 "${QUIVER_SANITIZER_SECONDS:-540}" \
     "$sanitizer" "${options[@]}" ${QUIVER_MEMCHECK_ARGS:-} "$build/tests/quiver_gpu_test" \
     --gtest_filter="${QUIVER_SANITIZER_FILTER:-*}"
 }
 
-# --sanitize TOOL: the shards side by side (the sanitizer's host side is the bottleneck; one GPU
-# serves them all), then the hazards or errors they report, summed.
+# --sanitize TOOLS: every tool's shards side by side (the sanitizer's host side is the bottleneck;
+# the GPUs serve them all), then, per tool, the tests passed and the hazards or errors reported.
 sanitize_suite() {
-  local tool="$1" shards="${QUIVER_SANITIZER_SHARDS:-8}" sanitizer pids=() rc=0 i
+  local tools="$1" shards="${QUIVER_SANITIZER_SHARDS:-8}" sanitizer pids=() names=() rc=0 i tool gpus
   sanitizer="$(find_sanitizer)"
   if [[ -z "$sanitizer" ]]; then
     echo "compute-sanitizer not found"
     return 1
   fi
-  for ((i = 0; i < shards; ++i)); do
-    sanitize_shard "$sanitizer" "$tool" "$shards" "$i" >"$OUT/$tool-shard$i.log" 2>&1 &
-    pids+=($!)
+  gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
+  for tool in ${tools//,/ }; do
+    for ((i = 0; i < shards; ++i)); do
+      sanitize_shard "$sanitizer" "$tool" "$shards" "$i" "$gpus" >"$OUT/$tool-shard$i.log" 2>&1 &
+      pids+=($!)
+      names+=("$tool shard $i")
+    done
   done
   for i in "${!pids[@]}"; do
     if ! wait "${pids[$i]}"; then
-      echo "shard $i failed (exit code): $OUT/$tool-shard$i.log"
+      echo "${names[$i]} failed (exit code; 124: its time limit)"
       rc=1
     fi
   done
   local tests findings
-  tests=$(cat "$OUT/$tool"-shard*.log | grep -c '^\[       OK \]')
-  # "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)", "ERROR SUMMARY: N errors".
-  findings=$(cat "$OUT/$tool"-shard*.log | grep -oE '(RACECHECK SUMMARY: [0-9]+ hazard|ERROR SUMMARY: [0-9]+ error)' |
-    grep -oE '[0-9]+' | awk '{s += $1} END {print s + 0}')
-  cat "$OUT/$tool"-shard*.log | grep -E '^\[  FAILED  \]|SUMMARY' | sort | uniq -c
-  echo "$tool: $tests tests passed in $shards shards, $findings hazards / errors reported"
-  [[ "$findings" -eq 0 ]] || rc=1
+  for tool in ${tools//,/ }; do
+    tests=$(cat "$OUT/$tool"-shard*.log | grep -c '^\[       OK \]')
+    # "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)", "ERROR SUMMARY: N errors".
+    findings=$(cat "$OUT/$tool"-shard*.log | grep -oE '(RACECHECK SUMMARY: [0-9]+ hazard|ERROR SUMMARY: [0-9]+ error)' |
+      grep -oE '[0-9]+' | awk '{s += $1} END {print s + 0}')
+    cat "$OUT/$tool"-shard*.log | grep -E '^\[  FAILED  \]|SUMMARY' | sort | uniq -c
+    echo "$tool: $tests tests passed in $shards shards, $findings hazards / errors reported"
+    [[ "$findings" -eq 0 ]] || rc=1
+  done
   return $rc
 }
 
@@ -133,7 +148,7 @@ if [[ -n "$sanitize" ]]; then
   if step configure cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DQUIVER_CUDA=ON \
          -DCMAKE_CUDA_ARCHITECTURES="$arch" &&
      step build cmake --build "$build" -j "$jobs" --target quiver_gpu_test; then
-    step "$sanitize" sanitize_suite "$sanitize"
+    step "sanitize-${sanitize//,/-}" sanitize_suite "$sanitize"
   fi
 elif step configure cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DQUIVER_CUDA=ON \
        -DCMAKE_CUDA_ARCHITECTURES="$arch" &&
