@@ -105,9 +105,10 @@ coverage_report() {
                  cpp/multi/composite_index.cpp cpp/multi/cluster_routes.cpp cpp/multi/routed_index.cpp)
   echo
   echo "== line coverage of the loaders (corpora of: ${targets[*]})"
-  # llvm-cov report's columns: file, regions (3), functions (3), lines: count, missed, cover.
+  # llvm-cov report's columns: file (paths below their common folder), regions (3), functions (3),
+  # lines: count, missed, cover.
   llvm-cov report "${objects[@]:1}" -instr-profile="$work/profiles/all.profdata" "${loaders[@]}" |
-    awk -v root="$root/" '{sub(root, "", $1)} /^cpp\// || /^TOTAL/ {printf "  %-34s %6s lines, %6s missed, %8s\n", $1, $8, $9, $10}'
+    awk '$1 !~ /^(-|Filename)/ && NF >= 10 {printf "  %-34s %6s lines, %6s missed, %8s\n", $1, $8, $9, $10}'
   echo "  cpp/io alone: $(llvm-cov report "${objects[@]:1}" -instr-profile="$work/profiles/all.profdata" cpp/io/*.cpp |
     awk '/^TOTAL/ {print $10 " of " $8 " lines"}')"
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""quiver's graph index ("Graph<R>") against hnswlib, side by side in one process, on Fashion-MNIST.
+"""quiver's graph index ("Graph<R>") against hnswlib, side by side in one process, on Fashion-MNIST
+or on a folder written by `quiver gen` (--data DIR: base.fvecs, query.fvecs, gt.ivecs).
 
 Both run in this process with the same thread count: quiver through ctypes on libquiver.so (the C
 ABI, nothing else), hnswlib through its Python module. Every sweep point of every method is timed in
@@ -13,8 +14,10 @@ it), a recall@10-vs-QPS PNG beside them (bench/plot_curves.py), and prints the b
 >= 0.95 and 0.99 of each curve.
 
     python3 bench/graph/graph_vs_hnswlib.py --lib build/libquiver.so --threads 2 \\
-        --index Graph32 --width 10,12,16,24,32,48,64 --ef 10,16,24,32,48,64,96,128 \\
+        --index Graph32 --index Graph24 --width 10,12,16,24,32,48,64 --ef 10,16,24,32,48,64,96,128 \\
         --json bench/graph/out/fashion-mnist.json
+    build/bin/quiver gen --dataset synth-1m-128 --out /tmp/synth-1m-128
+    python3 bench/graph/graph_vs_hnswlib.py --data /tmp/synth-1m-128 --json bench/graph/out/synth-1m-128.json
 """
 import argparse
 import ctypes
@@ -51,6 +54,13 @@ def read_idx(path):
         sys.exit(f"{path}: not unsigned-byte IDX data")
     dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(raw[3])]
     return np.frombuffer(raw, np.uint8, offset=4 + 4 * raw[3]).reshape(dims[0], -1).astype(np.float32)
+
+
+def read_vecs(path, dtype):
+    """.fvecs / .ivecs rows (each an int32 length, then that many values) as a 2-d array."""
+    raw = np.fromfile(path, dtype=np.int32)
+    d = int(raw[0])
+    return raw.reshape(-1, d + 1)[:, 1:].view(dtype).copy()
 
 
 def exact_truth(base, queries, depth):
@@ -153,7 +163,7 @@ def cpu_model():
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--lib", default=os.path.join(REPO, "build", "libquiver.so"))
-    p.add_argument("--index", default="Graph32")
+    p.add_argument("--index", action="append", help="quiver descriptor (repeat for several; default Graph32)")
     p.add_argument("--width", default="10,12,16,24,32,48,64", help="quiver search_width sweep")
     p.add_argument("--ef", default="10,16,24,32,48,64,96,128", help="hnswlib ef sweep")
     p.add_argument("--hnsw-m", default="16,32", help="hnswlib M values")
@@ -161,24 +171,37 @@ def main():
     p.add_argument("--repeats", type=int, default=5, help="timed rounds after one warm-up (median)")
     p.add_argument("--nq", type=int, default=0, help="use the first NQ queries (default all 10 000)")
     p.add_argument("--k", type=int, default=10)
-    p.add_argument("--json", default=os.path.join(HERE, "out", "fashion-mnist.json"))
+    p.add_argument("--data", default="", help="a `quiver gen` folder instead of Fashion-MNIST")
+    p.add_argument("--json", default="", help="output (default bench/graph/out/<data set>.json)")
     args = p.parse_args()
     widths = [int(v) for v in args.width.split(",") if v]
     efs = [int(v) for v in args.ef.split(",") if v]
     ms = [int(v) for v in args.hnsw_m.split(",") if v]
     command = shlex.join([sys.executable] + sys.argv)
 
-    base = read_idx(os.path.join(FASHION, "train-images-idx3-ubyte.gz"))
-    queries = read_idx(os.path.join(FASHION, "t10k-images-idx3-ubyte.gz"))
+    t0 = time.perf_counter()
+    if args.data:
+        dataset = os.path.basename(os.path.normpath(args.data))
+        base = read_vecs(os.path.join(args.data, "base.fvecs"), np.float32)
+        queries = read_vecs(os.path.join(args.data, "query.fvecs"), np.float32)
+        gt = read_vecs(os.path.join(args.data, "gt.ivecs"), np.int32)[:, :RECALL_DEPTH].astype(np.int64)
+    else:
+        dataset = "fashion-mnist"
+        base = read_idx(os.path.join(FASHION, "train-images-idx3-ubyte.gz"))
+        queries = read_idx(os.path.join(FASHION, "t10k-images-idx3-ubyte.gz"))
+        gt = None
     if args.nq:
         queries = queries[:args.nq]
+        gt = gt[:args.nq] if gt is not None else None
     queries = np.ascontiguousarray(queries)
-    t0 = time.perf_counter()
-    gt = exact_truth(base, queries, RECALL_DEPTH)
+    base = np.ascontiguousarray(base)
+    if gt is None:
+        gt = exact_truth(base, queries, RECALL_DEPTH)
+    json_path = args.json or os.path.join(HERE, "out", dataset + ".json")
     machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "load1": os.getloadavg()[0]}
     print(f"machine: {machine['cpu']}, {machine['cores']} CPUs, load {machine['load1']:.1f}; "
           f"threads {args.threads}\ncommand: {command}\n"
-          f"data: fashion-mnist n={len(base)} d={base.shape[1]} nq={len(queries)} "
+          f"data: {dataset} n={len(base)} d={base.shape[1]} nq={len(queries)} "
           f"(ground truth {time.perf_counter() - t0:.1f} s)", flush=True)
 
     import hnswlib
@@ -186,10 +209,12 @@ def main():
     qv = Quiver(args.lib, args.threads)
     # Builds, one after the other (each alone on the machine's cores as far as this script goes).
     methods = []  # (label, index name, baseline, build_s, search(param) -> ids, params(param), points)
-    build_s = qv.build(args.index, base)
-    print(f"build: quiver {args.index} {build_s:.2f} s", flush=True)
-    methods.append(("quiver", args.index, None, build_s,
-                    lambda w: qv.search(queries, args.k, w), lambda w: {"search_width": w}, widths))
+    for descriptor in args.index or ["Graph32"]:
+        q = qv if not methods else Quiver(args.lib, args.threads)
+        build_s = q.build(descriptor, base)
+        print(f"build: quiver {descriptor} {build_s:.2f} s", flush=True)
+        methods.append((descriptor, descriptor, None, build_s,
+                        lambda w, q=q: q.search(queries, args.k, w), lambda w: {"search_width": w}, widths))
     for m in ms:
         h = hnswlib.Index(space="l2", dim=base.shape[1])
         t0 = time.perf_counter()
@@ -224,7 +249,7 @@ def main():
     for mi, v in points:
         label, index, baseline, b, _, params, _ = methods[mi]
         wall, cpu = statistics.median(walls[(mi, v)]), statistics.median(cpus[(mi, v)])
-        r = dict(dataset="fashion-mnist", n=len(base), d=base.shape[1], nq=len(queries), k=args.k,
+        r = dict(dataset=dataset, n=len(base), d=base.shape[1], nq=len(queries), k=args.k,
                  metric="l2", index=index, params=params(v), device="cpu", threads=args.threads,
                  batch=len(queries), build_s=b, search_s=wall, qps=len(queries) / wall,
                  cpu_s=cpu, cpu_qps=len(queries) / (cpu / args.threads), recall10=recalls[(mi, v)],
@@ -234,26 +259,26 @@ def main():
         else:
             r["quiver_version"] = qv.version()
         rows.append(r)
-        print(f"  {label:8s} {plot_curves.fmt_params(r['params']):36s} recall@10 {r['recall10']:.4f} "
+        print(f"  {label:12s} {plot_curves.fmt_params(r['params']):36s} recall@10 {r['recall10']:.4f} "
               f"QPS {r['qps']:9.0f}  cpu-QPS {r['cpu_qps']:9.0f}  build {b:7.2f} s", flush=True)
 
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
+    os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
+    with open(json_path, "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
-    print(f"JSON lines: {args.json}")
+    print(f"JSON lines: {json_path}")
     for key, what in (("qps", "wall-clock QPS"), ("cpu_qps", "CPU-time QPS")):
         print(f"\nbest {what} at recall@10 >= target:")
         for label in dict.fromkeys(methods[mi][0] for mi, _ in points):
-            line = f"  {label:8s}"
+            line = f"  {label:12s}"
             for target in (0.95, 0.99):
                 ok = [r for r, (mi, _) in zip(rows, points) if methods[mi][0] == label and r["recall10"] >= target]
                 best = max(ok, key=lambda r: r[key]) if ok else None
                 line += (f"  {target}: {best[key]:8.0f} ({plot_curves.fmt_params(best['params'])})" if best
                          else f"  {target}: -")
             print(line)
-    title = f"fashion-mnist n={len(base)} d={base.shape[1]} k={args.k}, {args.threads} threads, {machine['cpu']}"
-    plot_curves.plot(rows, os.path.splitext(args.json)[0] + ".png", title)
+    title = f"{dataset} n={len(base)} d={base.shape[1]} k={args.k}, {args.threads} threads, {machine['cpu']}"
+    plot_curves.plot(rows, os.path.splitext(json_path)[0] + ".png", title)
 
 
 if __name__ == "__main__":

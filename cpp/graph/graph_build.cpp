@@ -6,6 +6,7 @@
 
 #include "cpp/core/error.h"
 #include "cpp/graph/connectivity.h"
+#include "cpp/graph/reduced_space.h"
 
 namespace quiver {
 
@@ -100,14 +101,25 @@ BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, in
   KnnGraphOptions options;
   options.k = std::min(params.knn_k, n - 1);
   options.method = params.knn_method;
+  // A CPU build of wide vectors runs on a reduced copy, under L2 (reduced_space.h): the k-NN graph,
+  // the pruning and the refining searches read a fraction of the bytes. Inner products keep the full
+  // vectors (norms rank too, which a projection blurs); the GPU has the bandwidth.
+  ReducedSpace reduced;
+  if (context.device() != DeviceKind::cuda && metric != Metric::inner_product)
+    reduced = reduce_for_build(context.pool(), vectors, n, dim, options.seed);
+  const bool narrow = reduced.dim > 0;
+  const Metric build_metric = narrow ? Metric::l2 : metric;
+  const float* build_vectors = narrow ? reduced.vectors.data() : vectors;
+  const int64_t build_dim = narrow ? reduced.dim : dim;
+
   std::vector<int32_t> knn(static_cast<size_t>(n * options.k));
   std::vector<float> keys(static_cast<size_t>(n * options.k));
-  knn_graph(context, metric, dim, n, vectors, options, knn.data(), keys.data());
+  knn_graph(context, build_metric, build_dim, n, build_vectors, options, knn.data(), keys.data());
   // Distances in the metric's units -> prune keys (smaller is closer).
   for (float& d : keys)
-    d = metric == Metric::l2 ? d : prune_key_of_search_key(metric, -d);
+    d = build_metric == Metric::l2 ? d : prune_key_of_search_key(build_metric, -d);
 
-  const PruneSpace space = prune_space(metric, vectors, dim);
+  const PruneSpace space = prune_space(build_metric, build_vectors, build_dim);
   const int64_t k = options.k;
   // 1. Rows pruned from the k-NN lists, with reverse edges: a local, well-connected graph.
   const CandidateFn from_knn = [&](int64_t p, std::vector<Neighbour>& list, BeamScratch&) {
@@ -122,19 +134,19 @@ BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, in
   if (params.refine_width > 0) {
     GraphView view;
     view.graph = &built.graph;
-    view.vectors = vectors;
-    view.dim = dim;
-    view.key = search_key(metric);
+    view.vectors = build_vectors;
+    view.dim = build_dim;
+    view.key = search_key(build_metric);
     const int64_t cap = params.refine_candidates;
     const CandidateFn from_search = [&](int64_t p, std::vector<Neighbour>& list, BeamScratch& scratch) {
       thread_local std::vector<Neighbour> best;
-      beam_search(view, vectors + p * dim, built.entries.data(), static_cast<int64_t>(built.entries.size()),
-                  params.refine_width, 1, nullptr, scratch, best, &list);
+      beam_search(view, build_vectors + p * build_dim, built.entries.data(),
+                  static_cast<int64_t>(built.entries.size()), params.refine_width, 1, nullptr, scratch, best, &list);
       if (static_cast<int64_t>(list.size()) > cap) {
         std::nth_element(list.begin(), list.begin() + cap, list.end());
         list.resize(static_cast<size_t>(cap));
       }
-      for (Neighbour& c : list) c.key = prune_key_of_search_key(metric, c.key);
+      for (Neighbour& c : list) c.key = prune_key_of_search_key(build_metric, c.key);
       for (int64_t j = 0; j < k; ++j) list.push_back({keys[p * k + j], knn[p * k + j]});
     };
     built.graph = merge_reverse_edges(context.pool(), space,

@@ -1,7 +1,8 @@
 // Building the fixed-degree graph of a whole data set: the k-NN graph (knn_graph.h: exact, or
 // approximate on large sets), pruned to the degree (prune.h), the medoid as entry point, and a
-// connectivity pass (connectivity.h) so every row is reachable from it. Inserting rows into a built
-// graph (local repair) is graph_insert.h.
+// connectivity pass (connectivity.h) so every row is reachable from it. On the CPU, wide vectors
+// (L2, cosine) are built on a reduced copy (reduced_space.h). Inserting rows into a built graph
+// (local repair) is graph_insert.h.
 #pragma once
 
 #include <cstdint>

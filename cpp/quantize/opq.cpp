@@ -9,6 +9,7 @@
 #include "cpp/core/error.h"
 #include "cpp/core/random.h"
 #include "cpp/core/thread_pool.h"
+#include "cpp/linalg/orthonormalise.h"
 #include "cpp/distance/vectors.h"
 #include "cpp/linalg/svd.h"
 #include "cpp/quantize/product_quantizer.h"
@@ -33,20 +34,7 @@ std::vector<double> random_rotation(int64_t dim, Random& random) {
     const double u1 = 1.0 - random.uniform(), u2 = random.uniform();
     v = std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
   }
-  for (int64_t i = 0; i < dim; ++i) {
-    double* qi = &q[i * dim];
-    for (int pass = 0; pass < 2; ++pass)
-      for (int64_t j = 0; j < i; ++j) {
-        const double* qj = &q[j * dim];
-        double projection = 0;
-        for (int64_t d = 0; d < dim; ++d) projection += qi[d] * qj[d];
-        for (int64_t d = 0; d < dim; ++d) qi[d] -= projection * qj[d];
-      }
-    double norm = 0;
-    for (int64_t d = 0; d < dim; ++d) norm += qi[d] * qi[d];
-    norm = std::sqrt(norm);
-    for (int64_t d = 0; d < dim; ++d) qi[d] /= norm;
-  }
+  orthonormalise_rows(q.data(), dim, dim);
   return q;
 }
 

@@ -116,6 +116,21 @@ TEST_P(GraphIndexTest, CompleteGraphsAreExact) {
   }
 }
 
+// Vectors of 256 floats or more are built on a reduced copy (cpp/graph/reduced_space.h): the recall
+// of searches over the full vectors stays; the graph is well formed and the same whatever the threads.
+TEST_P(GraphIndexTest, WideVectorsRecall) {
+  const Metric metric = GetParam();
+  constexpr int64_t n = 1801, nq = 150, dim = 300;
+  const auto x = clustered_vectors(n, dim, 25, 21);
+  const auto q = clustered_vectors(nq, dim, 25, 22);
+  auto flat = build(context_, "Flat", dim, metric, x);
+  auto graph = build(context_, "Graph16", dim, metric, x);
+  expect_well_formed(as_graph(*graph));
+  const Results truth = search(*flat, q, kK);
+  EXPECT_GE(recall(search(*graph, q, kK, width(64)), truth, nq, kK), 0.95);
+  EXPECT_GE(recall(search(*graph, q, kK, width(200)), truth, nq, kK), 0.99);
+}
+
 INSTANTIATE_TEST_SUITE_P(Metrics, GraphIndexTest,
                          ::testing::Values(Metric::l2, Metric::inner_product, Metric::cosine),
                          [](const auto& info) {
@@ -334,6 +349,12 @@ TEST_F(GraphIndexL2, RangeSearchIsExact) {
 
 TEST_F(GraphIndexL2, SameResultsWhateverTheThreads) {
   testing::expect_same_whatever_the_threads("Graph16", kDim, x_, q_, kK, SearchOptions{}, {1, 2, 3});
+}
+
+TEST_F(GraphIndexL2, WideVectorsSameResultsWhateverTheThreads) {
+  constexpr int64_t dim = 260;  // built on a reduced copy
+  testing::expect_same_whatever_the_threads("Graph16", dim, clustered_vectors(900, dim, 12, 31),
+                                            clustered_vectors(60, dim, 12, 32), kK, SearchOptions{}, {1, 2, 3});
 }
 
 }  // namespace
