@@ -86,6 +86,8 @@ qv_context_t* gpus_context(int32_t gpus) {
 
 // Exact top-1 of every query over all chunks seen so far, one chunk at a time.
 struct Truth {
+  explicit Truth(int64_t nq) : dist(static_cast<size_t>(nq), INFINITY), ids(static_cast<size_t>(nq), -1) {}
+
   std::vector<float> dist;
   std::vector<int64_t> ids;
   double seconds = 0;
@@ -95,11 +97,7 @@ struct Truth {
   void offer(qv_context_t* context, const std::vector<float>& queries, int64_t dim, int64_t first, int64_t count,
              const float* rows) {
     const auto t0 = Clock::now();
-    const int64_t nq = int64_t(queries.size()) / dim;
-    if (ids.empty()) {
-      dist.assign(size_t(nq), INFINITY);
-      ids.assign(size_t(nq), -1);
-    }
+    const int64_t nq = static_cast<int64_t>(ids.size());
     qv_index_t* exact = nullptr;
     check(qv_index_create(context, "Sharded,Flat", dim, QV_METRIC_L2, &exact), "exact index");
     check(qv_index_add(exact, count, rows, nullptr), "exact add");
@@ -179,7 +177,7 @@ int main(int argc, char** argv) {
     check(qv_index_train(index, std::min(train, n), sample.data()), "train");
   }
   const double train_s = since(t0);
-  Truth truth;
+  Truth truth(nq);
   const double add_s = add_all(context, index, n, dim, chunk, queries, gt ? &truth : nullptr);
   std::printf("build: train %.1f s, add %.1f s, total %.1f s; %.2f GiB on the GPUs (%.2f per GPU)\n", train_s, add_s,
               train_s + add_s, device_gib(index), device_gib(index) / std::max(devices, 1));

@@ -62,13 +62,15 @@ void IvfIds::insert(int64_t n, const int64_t* ids, const int64_t* lists) {
   int64_t i = 0;
   try {
     for (; i < n; ++i) {
-      const int64_t slot = fits_run(lists[i]) ? slot_of(ids[i]) : -1;
-      if (fits_run(lists[i]) && ids[i] >= runs_end())
-        append_run_entry(ids[i], static_cast<int32_t>(lists[i]));
-      else if (slot >= 0)
-        lists_[static_cast<size_t>(slot)] = static_cast<int32_t>(lists[i]);
-      else
+      if (!fits_run(lists[i])) {
         sparse_.emplace(ids[i], lists[i]);  // the one step that may throw
+      } else if (ids[i] >= runs_end()) {
+        append_run_entry(ids[i], static_cast<int32_t>(lists[i]));
+      } else if (const int64_t slot = slot_of(ids[i]); slot >= 0) {
+        lists_[static_cast<size_t>(slot)] = static_cast<int32_t>(lists[i]);
+      } else {
+        sparse_.emplace(ids[i], lists[i]);
+      }
     }
   } catch (...) {
     runs_.resize(old_runs);
