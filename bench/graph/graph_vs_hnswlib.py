@@ -39,7 +39,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.dirname(HERE))
 import plot_curves  # noqa: E402  (bench/plot_curves.py)
 
-FASHION = "/usr/share/datasets/fashion-mnist"
+FASHION = os.environ.get("QUIVER_FASHION_MNIST_DIR") or "/usr/share/datasets/fashion-mnist"
 RECALL_DEPTH = 10
 HNSW_EF_CONSTRUCTION = 200
 
@@ -78,36 +78,64 @@ def exact_truth(base, queries, depth):
     return out
 
 
+def load_data(folder, nq=0):
+    """(name, base, queries, top-10 ground truth) of a `quiver gen` folder, or of Fashion-MNIST when
+    folder is empty; the first nq queries when nq > 0."""
+    if folder:
+        dataset = os.path.basename(os.path.normpath(folder))
+        base = read_vecs(os.path.join(folder, "base.fvecs"), np.float32)
+        queries = read_vecs(os.path.join(folder, "query.fvecs"), np.float32)
+        gt = read_vecs(os.path.join(folder, "gt.ivecs"), np.int32)[:, :RECALL_DEPTH].astype(np.int64)
+    else:
+        dataset = "fashion-mnist"
+        base = read_idx(os.path.join(FASHION, "train-images-idx3-ubyte.gz"))
+        queries = read_idx(os.path.join(FASHION, "t10k-images-idx3-ubyte.gz"))
+        gt = None
+    if nq:
+        queries = queries[:nq]
+        gt = gt[:nq] if gt is not None else None
+    queries = np.ascontiguousarray(queries)
+    base = np.ascontiguousarray(base)
+    if gt is None:
+        gt = exact_truth(base, queries, RECALL_DEPTH)
+    return dataset, base, queries, gt
+
+
 def recall_at(ids, gt, r=RECALL_DEPTH):
     return float(np.mean([len(set(ids[i, :r]) & set(gt[i, :r])) / r for i in range(len(gt))]))
 
 
 # ---- quiver through the C ABI --------------------------------------------------------------------
 
+# The whole structs of quiver.h: the init functions write every field.
 class ContextOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("device", ctypes.c_int32),
-                ("device_id", ctypes.c_int32), ("cpu_threads", ctypes.c_int32)]
+                ("device_id", ctypes.c_int32), ("cpu_threads", ctypes.c_int32),
+                ("device_count", ctypes.c_int32), ("device_ids", ctypes.c_int32 * 64)]
 
 
 class SearchParams(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("filter", ctypes.c_void_p),
                 ("filter_bits", ctypes.c_int64), ("nprobe", ctypes.c_uint32),
                 ("search_width", ctypes.c_uint32), ("compute_mode", ctypes.c_int32),
-                ("refine_factor", ctypes.c_uint32)]
+                ("refine_factor", ctypes.c_uint32), ("max_range_results", ctypes.c_int64)]
 
 
 QV_DEVICE_CPU = 1
+QV_DEVICE_CUDA = 2
 QV_METRIC_L2 = 0
 
 
 class Quiver:
-    def __init__(self, lib_path, threads):
+    """One context (CPU with `threads`, or CUDA device 0) and one index on it."""
+
+    def __init__(self, lib_path, threads, device=QV_DEVICE_CPU):
         self.lib = ctypes.CDLL(lib_path)
         self.lib.qv_last_error_message.restype = ctypes.c_char_p
         self.lib.qv_version_string.restype = ctypes.c_char_p
         opts = ContextOptions()
         self.check(self.lib.qv_context_options_init(ctypes.byref(opts)), "qv_context_options_init")
-        opts.device, opts.cpu_threads = QV_DEVICE_CPU, threads
+        opts.device, opts.cpu_threads = device, threads
         self.ctx = ctypes.c_void_p()
         self.check(self.lib.qv_context_create(ctypes.byref(opts), ctypes.byref(self.ctx)), "qv_context_create")
         self.index = ctypes.c_void_p()
@@ -119,19 +147,26 @@ class Quiver:
     def version(self):
         return self.lib.qv_version_string().decode()
 
-    def build(self, descriptor, base):
+    def build(self, descriptor, base, train=None):
+        """Creates the index, trains it on `train` if given, adds `base`; returns the seconds taken."""
         self.check(self.lib.qv_index_create(self.ctx, descriptor.encode(), ctypes.c_int64(base.shape[1]),
                                             QV_METRIC_L2, ctypes.byref(self.index)), "qv_index_create")
         base = np.ascontiguousarray(base, np.float32)
         t0 = time.perf_counter()
+        if train is not None:
+            train = np.ascontiguousarray(train, np.float32)
+            self.check(self.lib.qv_index_train(self.index, ctypes.c_int64(len(train)),
+                                               train.ctypes.data_as(ctypes.c_void_p)), "qv_index_train")
         self.check(self.lib.qv_index_add(self.index, ctypes.c_int64(len(base)),
                                          base.ctypes.data_as(ctypes.c_void_p), None), "qv_index_add")
         return time.perf_counter() - t0
 
-    def search(self, queries, k, width):
+    def search(self, queries, k, width=0, nprobe=0):
         params = SearchParams()
         self.check(self.lib.qv_search_params_init(ctypes.byref(params)), "qv_search_params_init")
         params.search_width = width
+        if nprobe:
+            params.nprobe = nprobe
         dist = np.empty((len(queries), k), np.float32)
         ids = np.empty((len(queries), k), np.int64)
         self.check(self.lib.qv_index_search(self.index, ctypes.c_int64(len(queries)),
@@ -180,23 +215,7 @@ def main():
     command = shlex.join([sys.executable] + sys.argv)
 
     t0 = time.perf_counter()
-    if args.data:
-        dataset = os.path.basename(os.path.normpath(args.data))
-        base = read_vecs(os.path.join(args.data, "base.fvecs"), np.float32)
-        queries = read_vecs(os.path.join(args.data, "query.fvecs"), np.float32)
-        gt = read_vecs(os.path.join(args.data, "gt.ivecs"), np.int32)[:, :RECALL_DEPTH].astype(np.int64)
-    else:
-        dataset = "fashion-mnist"
-        base = read_idx(os.path.join(FASHION, "train-images-idx3-ubyte.gz"))
-        queries = read_idx(os.path.join(FASHION, "t10k-images-idx3-ubyte.gz"))
-        gt = None
-    if args.nq:
-        queries = queries[:args.nq]
-        gt = gt[:args.nq] if gt is not None else None
-    queries = np.ascontiguousarray(queries)
-    base = np.ascontiguousarray(base)
-    if gt is None:
-        gt = exact_truth(base, queries, RECALL_DEPTH)
+    dataset, base, queries, gt = load_data(args.data, args.nq)
     json_path = args.json or os.path.join(HERE, "out", dataset + ".json")
     machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "load1": os.getloadavg()[0]}
     print(f"machine: {machine['cpu']}, {machine['cores']} CPUs, load {machine['load1']:.1f}; "

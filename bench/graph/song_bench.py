@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""SONG (issue 14's targets): quiver's graph index searched on the GPU, against quiver's own GPU
+IVF-Flat and single-thread hnswlib, in one process on one machine, through the C ABI (ctypes on
+libquiver.so) and hnswlib's Python module.
+
+For each method a sweep of its knob (graph: search_width; IVF-Flat: nprobe; hnswlib: ef) over the
+same queries, host to host (queries in host memory, results back in host memory), one warm-up then
+the median of --repeats timed calls; then batch-1 latency (one query a call, median over
+--latency-queries queries) of the graph at the narrowest width reaching recall@10 0.95. Prints the
+best QPS of each method at recall@10 >= 0.95 and 0.99 and the ratios the issue names; writes JSON
+lines in bench/compare.py's row format.
+
+    python3 bench/graph/song_bench.py --lib build-gpu/libquiver.so                 # Fashion-MNIST
+    python3 bench/graph/song_bench.py --lib build-gpu/libquiver.so --data /tmp/synth-1m-128 --nlist 1024
+
+hnswlib runs when it is importable (M=16, efConstruction 200, built with every core, searched with
+one thread on the first --hnsw-nq queries); otherwise its rows are left out and said to be.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import graph_vs_hnswlib as common  # noqa: E402  (data, recall, the ctypes wrapper)
+
+TARGETS = (0.95, 0.99)
+
+
+def median_seconds(fn, repeats):
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def sweep(label, search, points, gt, nq, repeats, params):
+    rows = []
+    for v in points:
+        ids = search(v)
+        recall = common.recall_at(ids, gt)
+        s = median_seconds(lambda: search(v), repeats)
+        rows.append(dict(label=label, params=params(v), recall10=recall, search_s=s, qps=nq / s))
+        print(f"  {label:14s} {str(params(v)):28s} recall@10 {recall:.4f}  QPS {nq / s:12.0f}  "
+              f"({s * 1e3:8.3f} ms)", flush=True)
+    return rows
+
+
+def best(rows, target):
+    ok = [r for r in rows if r["recall10"] >= target]
+    return max(ok, key=lambda r: r["qps"]) if ok else None
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--lib", default=os.path.join(common.REPO, "build-gpu", "libquiver.so"))
+    p.add_argument("--data", default="", help="a `quiver gen` folder instead of Fashion-MNIST")
+    p.add_argument("--graph", default="Graph32", help="graph index descriptor")
+    p.add_argument("--width", default="10,12,16,20,24,32,48,64,96,128", help="graph search_width sweep")
+    p.add_argument("--nlist", type=int, default=256, help="IVF-Flat lists")
+    p.add_argument("--nprobe", default="1,2,3,4,6,8,12,16,24,32", help="IVF-Flat nprobe sweep")
+    p.add_argument("--ef", default="10,16,24,32,48,64,96", help="hnswlib ef sweep")
+    p.add_argument("--hnsw-nq", type=int, default=2000, help="queries hnswlib's single thread answers")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--latency-queries", type=int, default=300)
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--nq", type=int, default=0, help="use the first NQ queries (default all)")
+    p.add_argument("--cpu", action="store_true", help="quiver on a CPU context (a smoke test of the script)")
+    p.add_argument("--json", default="", help="output (default bench/graph/out/song-<data set>.json)")
+    args = p.parse_args()
+    ints = lambda s: [int(v) for v in s.split(",") if v]  # noqa: E731
+
+    dataset, base, queries, gt = common.load_data(args.data, args.nq)
+    nq = len(queries)
+    threads = os.cpu_count()
+    print(f"data: {dataset} n={len(base)} d={base.shape[1]} nq={nq}", flush=True)
+    rows = []
+
+    device = common.QV_DEVICE_CPU if args.cpu else common.QV_DEVICE_CUDA
+    graph = common.Quiver(args.lib, threads, device)
+    b = graph.build(args.graph, base)
+    print(f"build: {args.graph} {b:.2f} s", flush=True)
+    rows += sweep(args.graph, lambda w: graph.search(queries, args.k, width=w), ints(args.width), gt, nq,
+                  args.repeats, lambda w: {"search_width": w})
+
+    ivf = common.Quiver(args.lib, threads, device)
+    rng = np.random.default_rng(1)
+    train = base[rng.choice(len(base), min(len(base), 100 * args.nlist), replace=False)]
+    descriptor = f"IVF{args.nlist},Flat"
+    b = ivf.build(descriptor, base, train)
+    print(f"build: {descriptor} {b:.2f} s", flush=True)
+    rows += sweep(descriptor, lambda n: ivf.search(queries, args.k, nprobe=n), ints(args.nprobe), gt, nq,
+                  args.repeats, lambda n: {"nprobe": n})
+
+    try:
+        import hnswlib
+    except ImportError:
+        hnswlib = None
+        print("hnswlib: not importable, its rows are left out", flush=True)
+    if hnswlib is not None:
+        h = hnswlib.Index(space="l2", dim=base.shape[1])
+        t0 = time.perf_counter()
+        h.init_index(max_elements=len(base), M=16, ef_construction=common.HNSW_EF_CONSTRUCTION, random_seed=100)
+        h.add_items(base, num_threads=threads)
+        print(f"build: hnswlib M=16 {time.perf_counter() - t0:.2f} s ({threads} threads)", flush=True)
+        hq, hgt = queries[:args.hnsw_nq], gt[:args.hnsw_nq]
+
+        def hsearch(ef):
+            h.set_ef(max(ef, args.k))
+            return h.knn_query(hq, k=args.k, num_threads=1)[0].astype(np.int64)
+        rows += sweep("hnswlib-1thr", hsearch, ints(args.ef), hgt, len(hq), max(1, args.repeats // 2),
+                      lambda ef: {"M": 16, "ef": ef})
+
+    # Batch-1 latency of the graph at its narrowest width reaching 0.95.
+    g95 = [r for r in rows if r["label"] == args.graph and r["recall10"] >= 0.95]
+    if g95:
+        width = min(r["params"]["search_width"] for r in g95)
+        lat = []
+        for i in range(min(args.latency_queries, nq)):
+            q = queries[i:i + 1]
+            graph.search(q, args.k, width=width)
+            t0 = time.perf_counter()
+            graph.search(q, args.k, width=width)
+            lat.append(time.perf_counter() - t0)
+        ms = statistics.median(lat) * 1e3
+        print(f"batch-1 latency, {args.graph} width {width}: median {ms:.4f} ms, "
+              f"p90 {np.percentile(lat, 90) * 1e3:.4f} ms", flush=True)
+        rows.append(dict(label=args.graph, params={"search_width": width, "batch": 1}, latency_ms=ms))
+
+    print("\nbest QPS at recall@10 >= target:")
+    labels = list(dict.fromkeys(r["label"] for r in rows if "qps" in r))
+    found = {}
+    for label in labels:
+        line = f"  {label:14s}"
+        for t in TARGETS:
+            r = best([x for x in rows if x["label"] == label and "qps" in x], t)
+            found[(label, t)] = r
+            line += f"  {t}: " + (f"{r['qps']:11.0f} ({r['params']})" if r else "-")
+        print(line)
+    for t in TARGETS:
+        g, i, h = found.get((args.graph, t)), found.get((descriptor, t)), found.get(("hnswlib-1thr", t))
+        if g and i:
+            print(f"ratio at {t}: graph / IVF-Flat = {g['qps'] / i['qps']:.2f}x")
+        if g and h:
+            print(f"ratio at {t}: graph / hnswlib single thread = {g['qps'] / h['qps']:.1f}x")
+
+    json_path = args.json or os.path.join(HERE, "out", f"song-{dataset}.json")
+    os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
+    with open(json_path, "w") as f:
+        for r in rows:
+            f.write(json.dumps(dict(r, dataset=dataset, n=len(base), d=base.shape[1], nq=nq, k=args.k)) + "\n")
+    print(f"JSON lines: {json_path}")
+
+
+if __name__ == "__main__":
+    main()
