@@ -94,10 +94,11 @@ int main(int argc, char** argv) {
   std::printf("k-NN graph (exact GPU, k = %lld): %.2f s; with reverse edges: %.2f s\n", (long long)degree + 1, knn_s,
               graph_s);
 
-  gpu::GraphDevicePtr graph = gpu::make_graph(*resources, dim, Metric::l2);
-  gpu::graph_upload(*resources, *graph, n, base.data(), degree, adjacency.data(), nullptr);
   std::vector<int32_t> entries;
   for (int64_t e = 0; e < 32; ++e) entries.push_back(int32_t((e * 7919 * 104729) % n));
+  gpu::GraphDevicePtr graph = gpu::make_graph(*resources, dim, Metric::l2);
+  gpu::graph_upload(*resources, *graph, n, base.data(), degree, adjacency.data(), nullptr, entries.data(),
+                    int64_t(entries.size()));
 
   FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "a");
   std::vector<float> d(size_t(nq * k));
@@ -107,8 +108,6 @@ int main(int argc, char** argv) {
     gpu::GraphSearchOptions options;
     options.search_width = width;
     options.probes = probes;
-    options.entries = entries.data();
-    options.entry_count = int64_t(entries.size());
     std::vector<double> times;
     for (int run = 0; run < 6; ++run) {
       cudaDeviceSynchronize();

@@ -161,10 +161,12 @@ class Quiver:
                                          base.ctypes.data_as(ctypes.c_void_p), None), "qv_index_add")
         return time.perf_counter() - t0
 
-    def search(self, queries, k, width=0, nprobe=0):
+    def search(self, queries, k, width=0, nprobe=0, mode=0):
+        """mode: qv_compute_mode_t (0 float32, 1 TF32, 2 float16, 3 bfloat16)."""
         params = SearchParams()
         self.check(self.lib.qv_search_params_init(ctypes.byref(params)), "qv_search_params_init")
         params.search_width = width
+        params.compute_mode = mode
         if nprobe:
             params.nprobe = nprobe
         dist = np.empty((len(queries), k), np.float32)

@@ -30,6 +30,7 @@ sys.path.insert(0, HERE)
 import graph_vs_hnswlib as common  # noqa: E402  (data, recall, the ctypes wrapper)
 
 TARGETS = (0.95, 0.99)
+MODES = {"fp32": 0, "tf32": 1, "fp16": 2, "bf16": 3}  # qv_compute_mode_t
 
 
 def median_seconds(fn, repeats):
@@ -65,9 +66,12 @@ def main():
     p.add_argument("--data", default="", help="a `quiver gen` folder instead of Fashion-MNIST")
     p.add_argument("--graph", default="Graph32", help="graph index descriptor")
     p.add_argument("--width", default="10,12,16,20,24,32,48,64,96,128", help="graph search_width sweep")
+    p.add_argument("--graph-modes", default="fp32,fp16", help="compute modes of the graph's sweeps")
     p.add_argument("--nlist", type=int, default=256, help="IVF-Flat lists")
+    p.add_argument("--ivf-modes", default="fp32,tf32", help="compute modes of IVF-Flat's sweeps")
     p.add_argument("--nprobe", default="1,2,3,4,6,8,12,16,24,32", help="IVF-Flat nprobe sweep")
     p.add_argument("--ef", default="10,16,24,32,48,64,96", help="hnswlib ef sweep")
+    p.add_argument("--no-hnsw", action="store_true", help="leave hnswlib out")
     p.add_argument("--hnsw-nq", type=int, default=2000, help="queries hnswlib's single thread answers")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--latency-queries", type=int, default=300)
@@ -88,8 +92,9 @@ def main():
     graph = common.Quiver(args.lib, threads, device)
     b = graph.build(args.graph, base)
     print(f"build: {args.graph} {b:.2f} s", flush=True)
-    rows += sweep(args.graph, lambda w: graph.search(queries, args.k, width=w), ints(args.width), gt, nq,
-                  args.repeats, lambda w: {"search_width": w})
+    for mode in args.graph_modes.split(","):
+        rows += sweep(f"{args.graph}-{mode}", lambda w: graph.search(queries, args.k, width=w, mode=MODES[mode]),
+                      ints(args.width), gt, nq, args.repeats, lambda w: {"search_width": w})
 
     ivf = common.Quiver(args.lib, threads, device)
     rng = np.random.default_rng(1)
@@ -97,14 +102,17 @@ def main():
     descriptor = f"IVF{args.nlist},Flat"
     b = ivf.build(descriptor, base, train)
     print(f"build: {descriptor} {b:.2f} s", flush=True)
-    rows += sweep(descriptor, lambda n: ivf.search(queries, args.k, nprobe=n), ints(args.nprobe), gt, nq,
-                  args.repeats, lambda n: {"nprobe": n})
+    for mode in args.ivf_modes.split(","):
+        rows += sweep(f"{descriptor}-{mode}", lambda n: ivf.search(queries, args.k, nprobe=n, mode=MODES[mode]),
+                      ints(args.nprobe), gt, nq, args.repeats, lambda n: {"nprobe": n})
 
     try:
         import hnswlib
     except ImportError:
         hnswlib = None
         print("hnswlib: not importable, its rows are left out", flush=True)
+    if args.no_hnsw:
+        hnswlib = None
     if hnswlib is not None:
         h = hnswlib.Index(space="l2", dim=base.shape[1])
         t0 = time.perf_counter()
@@ -119,21 +127,24 @@ def main():
         rows += sweep("hnswlib-1thr", hsearch, ints(args.ef), hgt, len(hq), max(1, args.repeats // 2),
                       lambda ef: {"M": 16, "ef": ef})
 
-    # Batch-1 latency of the graph at its narrowest width reaching 0.95.
-    g95 = [r for r in rows if r["label"] == args.graph and r["recall10"] >= 0.95]
-    if g95:
+    # Batch-1 latency of each graph sweep at its narrowest width reaching 0.95.
+    for mode in args.graph_modes.split(","):
+        label = f"{args.graph}-{mode}"
+        g95 = [r for r in rows if r["label"] == label and r["recall10"] >= 0.95]
+        if not g95:
+            continue
         width = min(r["params"]["search_width"] for r in g95)
         lat = []
         for i in range(min(args.latency_queries, nq)):
             q = queries[i:i + 1]
-            graph.search(q, args.k, width=width)
+            graph.search(q, args.k, width=width, mode=MODES[mode])
             t0 = time.perf_counter()
-            graph.search(q, args.k, width=width)
+            graph.search(q, args.k, width=width, mode=MODES[mode])
             lat.append(time.perf_counter() - t0)
         ms = statistics.median(lat) * 1e3
-        print(f"batch-1 latency, {args.graph} width {width}: median {ms:.4f} ms, "
+        print(f"batch-1 latency, {label} width {width}: median {ms:.4f} ms, "
               f"p90 {np.percentile(lat, 90) * 1e3:.4f} ms", flush=True)
-        rows.append(dict(label=args.graph, params={"search_width": width, "batch": 1}, latency_ms=ms))
+        rows.append(dict(label=label, params={"search_width": width, "batch": 1}, latency_ms=ms))
 
     print("\nbest QPS at recall@10 >= target:")
     labels = list(dict.fromkeys(r["label"] for r in rows if "qps" in r))
@@ -145,12 +156,17 @@ def main():
             found[(label, t)] = r
             line += f"  {t}: " + (f"{r['qps']:11.0f} ({r['params']})" if r else "-")
         print(line)
+    graphs = [lb for lb in labels if lb.startswith(args.graph + "-")]
+    ivfs = [lb for lb in labels if lb.startswith(descriptor + "-")]
     for t in TARGETS:
-        g, i, h = found.get((args.graph, t)), found.get((descriptor, t)), found.get(("hnswlib-1thr", t))
+        pick = lambda names: max((found[(n, t)] for n in names if found[(n, t)]),  # noqa: E731
+                                 key=lambda r: r["qps"], default=None)
+        g, i, h = pick(graphs), pick(ivfs), found.get(("hnswlib-1thr", t))
         if g and i:
-            print(f"ratio at {t}: graph / IVF-Flat = {g['qps'] / i['qps']:.2f}x")
+            print(f"ratio at {t}: best graph ({g['label']}) / best IVF-Flat ({i['label']}) = "
+                  f"{g['qps'] / i['qps']:.2f}x")
         if g and h:
-            print(f"ratio at {t}: graph / hnswlib single thread = {g['qps'] / h['qps']:.1f}x")
+            print(f"ratio at {t}: best graph ({g['label']}) / hnswlib single thread = {g['qps'] / h['qps']:.1f}x")
 
     json_path = args.json or os.path.join(HERE, "out", f"song-{dataset}.json")
     os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)

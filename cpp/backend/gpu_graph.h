@@ -39,10 +39,11 @@ inline GraphDevicePtr make_graph(Resources& resources, int64_t dim, Metric metri
 // Replaces the graph's contents (all or nothing: on out_of_device_memory the old contents stay):
 // n vectors (n x dim floats), the adjacency (n x degree row numbers, row-major; entries < 0 are
 // unused slots, the rest must be < n), ids (n, the id each row reports; nullptr: the row number),
-// all in host memory. 1 <= degree <= kMaxGraphDegree.
+// the rows every search starts from (entry_count >= 1 of them, each < n), all in host memory.
+// 1 <= degree <= kMaxGraphDegree.
 constexpr int64_t kMaxGraphDegree = 256;
 void graph_upload(Resources& resources, GraphDevice& graph, int64_t n, const float* x, int64_t degree,
-                  const int32_t* adjacency, const int64_t* ids);
+                  const int32_t* adjacency, const int64_t* ids, const int32_t* entries, int64_t entry_count);
 
 int64_t graph_rows(const GraphDevice& graph);
 int64_t graph_device_bytes(const GraphDevice& graph);
@@ -52,9 +53,11 @@ struct GraphSearchOptions {
   int64_t search_width = 64;
   // Nodes expanded per iteration (SONG's multi-step probing), 1 .. kMaxProbes.
   int64_t probes = 1;
-  // Rows the search starts from (host memory, each < n); at least one.
-  const int32_t* entries = nullptr;
-  int64_t entry_count = 0;
+  // Walk over a 16-bit copy of the vectors (float16; bfloat16 where a value is beyond float16's
+  // range), made on the device at the first such search and kept until the next upload: half the
+  // bytes a distance reads. The queue's rows are then re-ranked with float32 distances, so the
+  // distances returned are exact.
+  bool half_walk = false;
   // Rows that may be returned (traversal goes through every row).
   RowFilter filter;
 };

@@ -109,7 +109,8 @@ GraphDevice* graph_create(Resources&, int64_t, Metric) { no_cuda("GPU graph sear
 
 void graph_free(GraphDevice*) noexcept {}
 
-void graph_upload(Resources&, GraphDevice&, int64_t, const float*, int64_t, const int32_t*, const int64_t*) {
+void graph_upload(Resources&, GraphDevice&, int64_t, const float*, int64_t, const int32_t*, const int64_t*,
+                  const int32_t*, int64_t) {
   no_cuda("GPU graph search");
 }
 

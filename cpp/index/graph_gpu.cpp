@@ -18,14 +18,14 @@ GraphGpuCopy::GraphGpuCopy(gpu::Resources& resources, int64_t dim, Metric metric
 void GraphGpuCopy::upload(const GraphData& data) {
   if (data.graph == nullptr || data.graph->rows == 0) return;
   gpu::graph_upload(resources_, *graph_, data.graph->rows, data.vectors, data.graph->degree,
-                    data.graph->adjacency.data(), data.ids);
+                    data.graph->adjacency.data(), data.ids, data.entries, data.n_entries);
 }
 
 int64_t GraphGpuCopy::device_bytes() const { return gpu::graph_device_bytes(*graph_); }
 
 void GraphGpuCopy::search(ThreadPool& pool, const GraphData& data, ScratchPool& scratch, const float* queries,
-                          int64_t nq, int64_t k, int64_t width, const IdFilter& filter, float* distances,
-                          int64_t* ids) const {
+                          int64_t nq, int64_t k, int64_t width, ComputeMode mode, const IdFilter& filter,
+                          float* distances, int64_t* ids) const {
   const int64_t rows = data.graph->rows;
   // Rows that may be returned: allowed ids, no tombstones. Built only when something is excluded.
   std::vector<uint8_t> row_bits;
@@ -38,8 +38,7 @@ void GraphGpuCopy::search(ThreadPool& pool, const GraphData& data, ScratchPool& 
     options.filter = gpu::RowFilter{row_bits.data(), rows};
   }
   options.search_width = width;  // the index checked k <= width <= gpu::kMaxSearchWidth
-  options.entries = data.entries;
-  options.entry_count = data.n_entries;
+  options.half_walk = mode == ComputeMode::fp16 || mode == ComputeMode::bf16;
   gpu::graph_search(resources_, *graph_, nq, queries, k, options, distances, ids);
 
   // Queries whose walk reached fewer than k allowed rows: the CPU search with its exact fallback.

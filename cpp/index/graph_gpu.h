@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "cpp/backend/gpu_graph.h"
+#include "cpp/core/compute_mode.h"
 #include "cpp/index/graph_search.h"
 
 namespace quiver {
@@ -19,11 +20,13 @@ class GraphGpuCopy {
   int64_t device_bytes() const;
 
   // graph_knn_search's contract, on the device (k <= width <= gpu::kMaxSearchWidth): queries in host
-  // memory (normalised for cosine);
+  // memory (normalised for cosine); fp16 and bf16 modes walk the graph in half precision (the
+  // results re-ranked in float32);
   // filter and tombstones become a row filter; queries left short of k results by them are
   // completed on the CPU (graph_knn_search's exact fallback) through `pool` and `scratch`.
   void search(ThreadPool& pool, const GraphData& data, ScratchPool& scratch, const float* queries, int64_t nq,
-              int64_t k, int64_t width, const IdFilter& filter, float* distances, int64_t* ids) const;
+              int64_t k, int64_t width, ComputeMode mode, const IdFilter& filter, float* distances,
+              int64_t* ids) const;
 
  private:
   gpu::Resources& resources_;

@@ -1,4 +1,8 @@
-// gpu_graph.h's storage calls: create, upload (all or nothing), free.
+// gpu_graph.h's storage calls: create, upload (all or nothing), free; and the 16-bit copy.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
 #include <cstdint>
 
 #include "cpp/backend/gpu_graph.h"
@@ -23,8 +27,47 @@ void graph_free(GraphDevice* graph) noexcept {
   delete graph;
 }
 
+namespace {
+
+constexpr float kHalfMax = 65504.0f;
+
+__global__ void flag_beyond_half_range(const float* x, int64_t count, int* beyond) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x)
+    if (!(fabsf(x[i]) <= kHalfMax)) *beyond = 1;  // every writer writes 1
+}
+
+template <bool kBf16>
+__global__ void to_16bit(const float* x, int64_t count, uint16_t* out) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = kBf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(x[i])) : __half_as_ushort(__float2half_rn(x[i]));
+}
+
+}  // namespace
+
+const uint16_t* graph_half_vectors(Resources& resources, const GraphDevice& graph, bool* is_bf16) {
+  const int64_t count = graph.rows * graph.dim;
+  if (graph.half_vectors.size() != count) {
+    cudaStream_t stream = resources.stream(0);
+    const unsigned blocks = unsigned(std::min<int64_t>((count + 255) / 256, 4096));
+    PoolBuffer<int> beyond_dev(resources.pool(), 1);
+    QV_CUDA_CHECK(cudaMemsetAsync(beyond_dev.get(), 0, sizeof(int), stream));
+    flag_beyond_half_range<<<blocks, 256, 0, stream>>>(graph.vectors.get(), count, beyond_dev.get());
+    QV_LAUNCH_CHECK("flag_beyond_half_range");
+    int beyond = 0;
+    copy_from_device(resources.staging(), graph.device, &beyond, beyond_dev.get(), sizeof(int), stream);
+    DeviceBuffer<uint16_t> half(resources.pool(), count);
+    if (beyond) to_16bit<true><<<blocks, 256, 0, stream>>>(graph.vectors.get(), count, half.get());
+    else to_16bit<false><<<blocks, 256, 0, stream>>>(graph.vectors.get(), count, half.get());
+    QV_LAUNCH_CHECK("to_16bit");  // ordered before the searches on the same stream
+    graph.half_vectors = std::move(half);
+    graph.half_is_bf16 = beyond != 0;
+  }
+  *is_bf16 = graph.half_is_bf16;
+  return graph.half_vectors.get();
+}
+
 void graph_upload(Resources& resources, GraphDevice& graph, int64_t n, const float* x, int64_t degree,
-                  const int32_t* adjacency, const int64_t* ids) {
+                  const int32_t* adjacency, const int64_t* ids, const int32_t* entries, int64_t entry_count) {
   DeviceScope device_scope(resources.device());
   require(graph.device == resources.device(), "the graph lives on device ", graph.device, ", the resources on ",
           resources.device());
@@ -33,21 +76,29 @@ void graph_upload(Resources& resources, GraphDevice& graph, int64_t n, const flo
   require(x != nullptr && adjacency != nullptr, "x and adjacency must not be null");
   for (int64_t i = 0; i < n * degree; ++i)
     require(adjacency[i] < n, "adjacency[", i, "] = ", adjacency[i], " is not a row (n = ", n, ")");
+  require(entries != nullptr && entry_count >= 1, "at least one entry point is needed");
+  for (int64_t i = 0; i < entry_count; ++i)
+    require(entries[i] >= 0 && entries[i] < n, "entries[", i, "] = ", entries[i], " is not a row (n = ", n, ")");
   Session session(resources);
   cudaStream_t stream = resources.stream(0);
   DeviceBuffer<float> vectors(resources.pool(), n * graph.dim);
   DeviceBuffer<int32_t> rows(resources.pool(), n * degree);
   DeviceBuffer<int64_t> row_ids;
   if (ids != nullptr) row_ids = DeviceBuffer<int64_t>(resources.pool(), n);
+  DeviceBuffer<int32_t> entry_rows(resources.pool(), entry_count);
   copy_to_device(resources.staging(), graph.device, vectors.get(), x, size_t(n * graph.dim) * sizeof(float), stream);
   copy_to_device(resources.staging(), graph.device, rows.get(), adjacency, size_t(n * degree) * sizeof(int32_t),
                  stream);
   if (ids != nullptr)
     copy_to_device(resources.staging(), graph.device, row_ids.get(), ids, size_t(n) * sizeof(int64_t), stream);
+  copy_to_device(resources.staging(), graph.device, entry_rows.get(), entries, size_t(entry_count) * sizeof(int32_t),
+                 stream);
   session.finish();
   graph.vectors = std::move(vectors);
   graph.adjacency = std::move(rows);
   graph.ids = std::move(row_ids);
+  graph.entries = std::move(entry_rows);
+  graph.half_vectors.reset();
   graph.rows = n;
   graph.degree = degree;
 }
@@ -55,7 +106,8 @@ void graph_upload(Resources& resources, GraphDevice& graph, int64_t n, const flo
 int64_t graph_rows(const GraphDevice& graph) { return graph.rows; }
 
 int64_t graph_device_bytes(const GraphDevice& graph) {
-  return graph.vectors.bytes() + graph.adjacency.bytes() + graph.ids.bytes();
+  return graph.vectors.bytes() + graph.adjacency.bytes() + graph.ids.bytes() + graph.entries.bytes() +
+         graph.half_vectors.bytes();
 }
 
 }  // namespace quiver::gpu

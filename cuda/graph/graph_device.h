@@ -1,4 +1,5 @@
-// gpu_graph.h's GraphDevice: a fixed-degree graph, its vectors and ids in one device's memory.
+// gpu_graph.h's GraphDevice: a fixed-degree graph, its vectors, ids and entry points in one device's
+// memory, and the 16-bit copy of the vectors that half-precision walks read.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,16 @@ class GraphDevice {
   DeviceBuffer<float> vectors;     // rows x dim
   DeviceBuffer<int32_t> adjacency; // rows x degree, -1 for unused slots
   DeviceBuffer<int64_t> ids;       // rows, or empty: ids are row numbers
+  DeviceBuffer<int32_t> entries;   // the rows every search starts from
+
+  // rows x dim 16-bit values (float16, or bfloat16 when half_is_bf16), made by the first search that
+  // walks in half precision, inside its Session (which serialises the calls on one Resources, so two
+  // searches never make it at once), and dropped by an upload.
+  mutable DeviceBuffer<uint16_t> half_vectors;
+  mutable bool half_is_bf16 = false;
 };
+
+// The 16-bit copy of graph's vectors, made on the first call; call inside a Session of `resources`.
+const uint16_t* graph_half_vectors(Resources& resources, const GraphDevice& graph, bool* is_bf16);
 
 }  // namespace quiver::gpu

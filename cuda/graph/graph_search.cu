@@ -14,8 +14,14 @@
 //      table: the queue's last key only falls, so they could never re-enter).
 // The search ends when every queue entry is expanded. The visited table therefore holds the queue's
 // rows plus tombstones; it is rebuilt from the queue when it passes half full.
+// A half-precision walk reads the graph's 16-bit copy of the vectors (half the bytes: the walk is
+// bound by memory traffic) and ends with a re-rank of the queue's rows by float32 distances.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "cpp/backend/gpu_graph.h"
@@ -37,6 +43,8 @@ constexpr int32_t kEmptySlot = -1;           // visited table: never used
 constexpr int32_t kDeletedSlot = -2;         // visited table: a row deleted (probing goes on)
 // Queries (warps) per block: enough to hide latency, few enough for the shared memory of wide queues.
 constexpr int kMaxWarpsPerBlock = 4;
+// Blocks the register budget must let stay on one SM (occupancy: a warp's walk waits on memory).
+constexpr int kMinBlocksPerSm = 8;
 // Candidates of one iteration (probes x degree) the shared arrays hold.
 constexpr int64_t kMaxCandidates = 256;
 constexpr int64_t kStaticSharedReserve = 1024;
@@ -51,7 +59,10 @@ struct WarpLayout {
 };
 
 struct SearchArgs {
-  const float* vectors;
+  const void* walk_vectors;  // rows x dim of the kernel's element type
+  bool vec_walk;             // rows of walk_vectors are whole 16-byte loads
+  const float* vectors;      // rows x dim float32: the re-rank of a 16-bit walk
+  bool vec_exact;            // rows of vectors are whole 16-byte loads
   const int32_t* adjacency;
   const int64_t* row_ids;  // nullptr: rows are ids
   int dim;
@@ -67,6 +78,7 @@ struct SearchArgs {
   int64_t filter_bits;
   float* distances;
   int64_t* ids;
+  unsigned long long* next_query;  // the queries handed out so far
   WarpLayout layout;
 };
 
@@ -122,73 +134,110 @@ __device__ void table_delete(int32_t* table, int size, int32_t row) {
 // Per-warp state: pointers into the warp's shared memory and warp-uniform counters.
 struct Warp {
   float* query;
-  float* key[2];
-  uint32_t* row[2];
+  float* keys;      // the queue's two buffers of keys, width apart (b = 0, 1)
+  uint32_t* rows;   // and of rows
+  // Arithmetic, not an array indexed by cur: that would put the struct in local memory.
+  __device__ float* key(int b) const { return keys + b * width; }
+  __device__ uint32_t* row(int b) const { return rows + b * width; }
   float* cand_key;
   int32_t* cand_row;
   float* kept_key;
   uint32_t* kept_row;
   int32_t* table;
-  int width, table_size, cur, occupied, lane;
+  int width, candidates, table_size, cur, occupied, lane;
 };
 
-// Distances of cand_row[0 .. count) to the query into cand_key (keys: squared L2, or -<q, x>).
-// Each lane keeps kLoads independent sums so that it issues that many vector loads before it waits
-// for the first: one warp's search is bound by memory latency, not bandwidth.
-constexpr int kLoads = 4;
-static_assert(kLoads == 4, "compute_distances adds the four sums by hand");
+// 16-byte loads of the element types the walk reads, kept raw (fewer registers) and widened to
+// float a pair at a time.
+template <typename T>
+struct Elements;
+template <>
+struct Elements<float> {
+  using Raw = float4;
+  static constexpr int kPerLoad = 4;
+  static constexpr int kLoads = 4;  // loads in flight per lane
+  __device__ static Raw load(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
+  __device__ static float2 pair(const Raw& r, int i) { return i == 0 ? make_float2(r.x, r.y) : make_float2(r.z, r.w); }
+  __device__ static float one(const float* p) { return __ldg(p); }
+};
+template <>
+struct Elements<__half> {
+  using Raw = uint4;
+  static constexpr int kPerLoad = 8;
+  static constexpr int kLoads = 2;  // as many values in flight as float's 4 loads, fewer registers
+  __device__ static Raw load(const __half* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+  __device__ static float2 pair(const Raw& r, int i) {
+    return __half22float2(reinterpret_cast<const __half2*>(&r)[i]);
+  }
+  __device__ static float one(const __half* p) { return __half2float(__ldg(p)); }
+};
+template <>
+struct Elements<__nv_bfloat16> {
+  using Raw = uint4;
+  static constexpr int kPerLoad = 8;
+  static constexpr int kLoads = 2;  // as many values in flight as float's 4 loads, fewer registers
+  __device__ static Raw load(const __nv_bfloat16* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+  __device__ static float2 pair(const Raw& r, int i) {
+    return __bfloat1622float2(reinterpret_cast<const __nv_bfloat162*>(&r)[i]);
+  }
+  __device__ static float one(const __nv_bfloat16* p) { return __bfloat162float(__ldg(p)); }
+};
 
-template <int kTeam, bool kVec4>
-__device__ void compute_distances(const SearchArgs& a, Warp& w, int count) {
+__device__ __forceinline__ float accumulate(bool inner_product, float q, float x, float sum) {
+  return inner_product ? fmaf(q, x, sum) : fmaf(q - x, q - x, sum);
+}
+
+// Distances of cand_row[0 .. count) to the query into cand_key (keys: squared L2, or -<q, x>), from
+// rows of `vectors` (vec: each row is whole 16-byte loads). Each lane keeps Elements<T>::kLoads
+// independent sums so that it issues that many loads before it waits for the first: one warp's
+// search is bound by memory latency, not bandwidth.
+template <int kTeam, typename T>
+__device__ void compute_distances(const T* vectors, int dim, bool vec, bool inner_product, Warp& w, int count) {
   constexpr int kTeams = kWarp / kTeam;
+  constexpr int P = Elements<T>::kPerLoad, kLoads = Elements<T>::kLoads;
   const int member = w.lane % kTeam, team = w.lane / kTeam;
   for (int c0 = 0; c0 < count; c0 += kTeams) {
     const int c = c0 + team;
     float sums[kLoads] = {};
     if (c < count) {
-      const int64_t r = w.cand_row[c];
-      if (kVec4) {
-        const float4* x = reinterpret_cast<const float4*>(a.vectors + r * a.dim);
-        const float4* q = reinterpret_cast<const float4*>(w.query);
-        const int n4 = a.dim / 4;
-        for (int f0 = member; f0 < n4; f0 += kTeam * kLoads) {
-          float4 v[kLoads];
+      const T* x = vectors + int64_t(w.cand_row[c]) * dim;
+      if (vec) {
+        const int loads = dim / P;
+        for (int f0 = member; f0 < loads; f0 += kTeam * kLoads) {
+          typename Elements<T>::Raw v[kLoads];
+#pragma unroll
+          for (int u = 0; u < kLoads; ++u)
+            if (f0 + u * kTeam < loads) v[u] = Elements<T>::load(x + (f0 + u * kTeam) * P);
 #pragma unroll
           for (int u = 0; u < kLoads; ++u) {
             const int f = f0 + u * kTeam;
-            v[u] = f < n4 ? __ldg(x + f) : make_float4(0.f, 0.f, 0.f, 0.f);
-          }
+            if (f >= loads) continue;
+            const float2* q = reinterpret_cast<const float2*>(w.query + f * P);
 #pragma unroll
-          for (int u = 0; u < kLoads; ++u) {
-            const int f = f0 + u * kTeam;
-            const float4 p = f < n4 ? q[f] : make_float4(0.f, 0.f, 0.f, 0.f);
-            float& sum = sums[u];
-            if (a.inner_product) {
-              sum = fmaf(p.x, v[u].x, sum); sum = fmaf(p.y, v[u].y, sum);
-              sum = fmaf(p.z, v[u].z, sum); sum = fmaf(p.w, v[u].w, sum);
-            } else {
-              float d = p.x - v[u].x; sum = fmaf(d, d, sum); d = p.y - v[u].y; sum = fmaf(d, d, sum);
-              d = p.z - v[u].z; sum = fmaf(d, d, sum); d = p.w - v[u].w; sum = fmaf(d, d, sum);
+            for (int i = 0; i < P / 2; ++i) {
+              const float2 p = q[i], e = Elements<T>::pair(v[u], i);
+              sums[u] = accumulate(inner_product, p.y, e.y, accumulate(inner_product, p.x, e.x, sums[u]));
             }
           }
         }
       } else {
-        const float* x = a.vectors + r * a.dim;
-        for (int f0 = member; f0 < a.dim; f0 += kTeam * kLoads) {
+        for (int f0 = member; f0 < dim; f0 += kTeam * kLoads) {
           float v[kLoads];
 #pragma unroll
-          for (int u = 0; u < kLoads; ++u) v[u] = f0 + u * kTeam < a.dim ? __ldg(x + f0 + u * kTeam) : 0.0f;
+          for (int u = 0; u < kLoads; ++u) v[u] = f0 + u * kTeam < dim ? Elements<T>::one(x + f0 + u * kTeam) : 0.0f;
 #pragma unroll
           for (int u = 0; u < kLoads; ++u) {
-            const float p = f0 + u * kTeam < a.dim ? w.query[f0 + u * kTeam] : 0.0f;
-            sums[u] = a.inner_product ? fmaf(p, v[u], sums[u]) : fmaf(p - v[u], p - v[u], sums[u]);
+            const float p = f0 + u * kTeam < dim ? w.query[f0 + u * kTeam] : 0.0f;
+            sums[u] = accumulate(inner_product, p, v[u], sums[u]);
           }
         }
       }
     }
-    float sum = (sums[0] + sums[1]) + (sums[2] + sums[3]);
+    float sum = sums[0];
+#pragma unroll
+    for (int u = 1; u < kLoads; ++u) sum += sums[u];
     for (int offset = kTeam / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(kFullMask, sum, offset);
-    if (c < count && member == 0) w.cand_key[c] = a.inner_product ? -sum : sum;
+    if (c < count && member == 0) w.cand_key[c] = inner_product ? -sum : sum;
   }
   __syncwarp();
 }
@@ -200,7 +249,7 @@ __device__ void rebuild_table(Warp& w) {
   int inserted = 0;
   for (int i0 = 0; i0 < w.width; i0 += kWarp) {
     const int i = i0 + w.lane;
-    const uint32_t r = i < w.width ? w.row[w.cur][i] & ~kExpanded : kNoRow;
+    const uint32_t r = i < w.width ? w.row(w.cur)[i] & ~kExpanded : kNoRow;
     const bool in = r != kNoRow && table_insert(w.table, w.table_size, int32_t(r));
     inserted += __popc(__ballot_sync(kFullMask, in));
   }
@@ -212,8 +261,8 @@ __device__ void rebuild_table(Warp& w) {
 // the rows that fall out).
 __device__ void merge_candidates(Warp& w, int count) {
   const int W = w.width;
-  const float worst_key = w.key[w.cur][W - 1];
-  const uint32_t worst_row = w.row[w.cur][W - 1];
+  const float worst_key = w.key(w.cur)[W - 1];
+  const uint32_t worst_row = w.row(w.cur)[W - 1];
   // 1. keep candidates that beat the queue's last entry and are new to the table, compacted in place.
   int kept = 0;
   for (int c0 = 0; c0 < count; c0 += kWarp) {
@@ -251,8 +300,8 @@ __device__ void merge_candidates(Warp& w, int count) {
   // 3. merge into the other queue buffer: each entry's place is its index plus the entries of the
   // other list before it.
   const int next = 1 - w.cur;
-  const float* key = w.key[w.cur];
-  const uint32_t* row = w.row[w.cur];
+  const float* key = w.key(w.cur);
+  const uint32_t* row = w.row(w.cur);
   for (int j = w.lane; j < kept; j += kWarp) {
     const float kk = w.kept_key[j];
     const uint32_t kr = w.kept_row[j];
@@ -264,8 +313,8 @@ __device__ void merge_candidates(Warp& w, int count) {
     }
     const int pos = j + lo;
     if (pos < W) {
-      w.key[next][pos] = kk;
-      w.row[next][pos] = kr;
+      w.key(next)[pos] = kk;
+      w.row(next)[pos] = kr;
     } else {
       table_delete(w.table, w.table_size, int32_t(kr));
     }
@@ -281,8 +330,8 @@ __device__ void merge_candidates(Warp& w, int count) {
     }
     const int pos = i + lo;
     if (pos < W) {
-      w.key[next][pos] = qk;
-      w.row[next][pos] = qr;
+      w.key(next)[pos] = qk;
+      w.row(next)[pos] = qr;
     } else if ((qr & ~kExpanded) != kNoRow) {
       table_delete(w.table, w.table_size, int32_t(qr & ~kExpanded));
     }
@@ -291,63 +340,79 @@ __device__ void merge_candidates(Warp& w, int count) {
   __syncwarp();
 }
 
-template <int kTeam, bool kVec4>
-__global__ void graph_search_kernel(SearchArgs a) {
-  extern __shared__ __align__(16) float shared[];
-  const int warp_in_block = threadIdx.x / kWarp;
-  const int64_t q = int64_t(blockIdx.x) * (blockDim.x / kWarp) + warp_in_block;
-  if (q >= a.nq) return;  // whole warps leave together
+// The end of a 16-bit walk: the queue's rows get float32 keys and are sorted again.
+template <int kTeam>
+__device__ void rerank_queue(const SearchArgs& a, Warp& w) {
+  const uint32_t* row = w.row(w.cur);
+  // The filled entries are a prefix (empty ones sort last).
+  int filled = 0;
+  for (int i0 = 0; i0 < w.width; i0 += kWarp) {
+    const int i = i0 + w.lane;
+    filled += __popc(__ballot_sync(kFullMask, i < w.width && (row[i] & ~kExpanded) != kNoRow));
+  }
+  const int next = 1 - w.cur;
+  for (int i0 = 0; i0 < filled; i0 += w.candidates) {
+    const int count = min(w.candidates, filled - i0);
+    for (int j = w.lane; j < count; j += kWarp) w.cand_row[j] = int32_t(row[i0 + j] & ~kExpanded);
+    __syncwarp();
+    compute_distances<kTeam, float>(a.vectors, a.dim, a.vec_exact, a.inner_product, w, count);
+    for (int j = w.lane; j < count; j += kWarp) w.key(next)[i0 + j] = w.cand_key[j];
+    __syncwarp();
+  }
+  // Rank sort (rows are distinct): keys from key[next] to key[cur], rows from row[cur] through
+  // row[next] back to row[cur]; the empty tail stays as it is.
+  const float* exact = w.key(next);
+  for (int i = w.lane; i < filled; i += kWarp) {
+    const float ki = exact[i];
+    const uint32_t ri = row[i];
+    int rank = 0;
+    for (int j = 0; j < filled; ++j) rank += before(exact[j], row[j], ki, ri);
+    w.key(w.cur)[rank] = ki;
+    w.row(next)[rank] = ri;
+  }
+  __syncwarp();
+  for (int i = w.lane; i < filled; i += kWarp) w.row(w.cur)[i] = w.row(next)[i];
+  __syncwarp();
+}
+
+// One query's whole search, by one warp.
+template <int kTeam, typename T>
+__device__ void search_query(const SearchArgs& a, Warp& w, int32_t* picked_row, int64_t q) {
   const WarpLayout& L = a.layout;
-  float* base = shared + int64_t(warp_in_block) * L.words();
-  Warp w;
-  w.lane = threadIdx.x % kWarp;
-  w.width = L.width;
-  w.table_size = L.table;
-  w.query = base;
-  w.key[0] = base + L.dim_padded;
-  w.key[1] = w.key[0] + L.width;
-  w.row[0] = reinterpret_cast<uint32_t*>(w.key[1] + L.width);
-  w.row[1] = w.row[0] + L.width;
-  w.cand_key = reinterpret_cast<float*>(w.row[1] + L.width);
-  w.cand_row = reinterpret_cast<int32_t*>(w.cand_key + L.candidates);
-  w.kept_key = reinterpret_cast<float*>(w.cand_row + L.candidates);
-  w.kept_row = reinterpret_cast<uint32_t*>(w.kept_key + L.candidates);
-  w.table = reinterpret_cast<int32_t*>(w.kept_row + L.candidates);
   w.cur = 0;
   w.occupied = 0;
 
   for (int d = w.lane; d < L.dim_padded; d += kWarp) w.query[d] = d < a.dim ? a.queries[q * a.dim + d] : 0.0f;
   for (int i = w.lane; i < L.width; i += kWarp) {
-    w.key[0][i] = __int_as_float(0x7f800000);  // +inf
-    w.row[0][i] = kNoRow;
+    w.key(0)[i] = __int_as_float(0x7f800000);  // +inf
+    w.row(0)[i] = kNoRow;
   }
   for (int s = w.lane; s < L.table; s += kWarp) w.table[s] = kEmptySlot;
   __syncwarp();
 
+  const T* walk = static_cast<const T*>(a.walk_vectors);
   // The entry points, in batches of the candidate arrays.
   for (int e0 = 0; e0 < a.entry_count; e0 += L.candidates) {
     const int count = min(L.candidates, a.entry_count - e0);
     for (int i = w.lane; i < count; i += kWarp) w.cand_row[i] = a.entries[e0 + i];
     __syncwarp();
-    compute_distances<kTeam, kVec4>(a, w, count);
+    compute_distances<kTeam, T>(walk, a.dim, a.vec_walk, a.inner_product, w, count);
     merge_candidates(w, count);
   }
 
-  __shared__ int32_t picked_rows[kMaxWarpsPerBlock][kMaxProbes];
-  int32_t* picked_row = picked_rows[warp_in_block];
   while (true) {
     // 1. candidate locating: the best unexpanded entries.
     int picked = 0;
     for (int i0 = 0; i0 < L.width && picked < a.probes; i0 += kWarp) {
       const int i = i0 + w.lane;
-      const uint32_t r = i < L.width ? w.row[w.cur][i] : kNoRow;
+      const uint32_t r = i < L.width ? w.row(w.cur)[i] : kNoRow;
       unsigned mask = __ballot_sync(kFullMask, r != kNoRow && (r & kExpanded) == 0);
       while (mask != 0 && picked < a.probes) {
         const int src = __ffs(mask) - 1;
         mask &= mask - 1;
         if (w.lane == src) {
           picked_row[picked] = int32_t(r);
-          w.row[w.cur][i] = r | kExpanded;
+          w.row(w.cur)[i] = r | kExpanded;
         }
         ++picked;
       }
@@ -368,22 +433,23 @@ __global__ void graph_search_kernel(SearchArgs a) {
     }
     __syncwarp();
     // 2. bulk distances, 3. maintenance.
-    compute_distances<kTeam, kVec4>(a, w, count);
+    compute_distances<kTeam, T>(walk, a.dim, a.vec_walk, a.inner_product, w, count);
     merge_candidates(w, count);
   }
+  if constexpr (!std::is_same_v<T, float>) rerank_queue<kTeam>(a, w);
 
   // The first k allowed entries are the results.
   int written = 0;
   for (int i0 = 0; i0 < L.width && written < a.k; i0 += kWarp) {
     const int i = i0 + w.lane;
-    const uint32_t r = i < L.width ? w.row[w.cur][i] & ~kExpanded : kNoRow;
+    const uint32_t r = i < L.width ? w.row(w.cur)[i] & ~kExpanded : kNoRow;
     bool allowed = r != kNoRow;
     if (allowed && a.filter != nullptr)
       allowed = int64_t(r) < a.filter_bits && (a.filter[r >> 3] >> (r & 7)) & 1;
     const unsigned mask = __ballot_sync(kFullMask, allowed);
     const int pos = written + __popc(mask & lanes_below());
     if (allowed && pos < a.k) {
-      const float key = w.key[w.cur][i];
+      const float key = w.key(w.cur)[i];
       a.distances[q * a.k + pos] = a.inner_product ? -key : key;
       a.ids[q * a.k + pos] = a.row_ids != nullptr ? a.row_ids[r] : int64_t(r);
     }
@@ -393,25 +459,56 @@ __global__ void graph_search_kernel(SearchArgs a) {
     a.distances[q * a.k + pos] = a.inner_product ? __int_as_float(0xff800000) : __int_as_float(0x7f800000);
     a.ids[q * a.k + pos] = -1;
   }
+  __syncwarp();  // the next query overwrites what the lanes read here
+}
+
+// Persistent warps: each takes the next query when it is done with one (walk lengths vary, so this
+// keeps every warp busy to the end instead of waiting for the slowest warp of its block).
+template <int kTeam, typename T>
+__global__ void __launch_bounds__(kMaxWarpsPerBlock * kWarp, kMinBlocksPerSm) graph_search_kernel(SearchArgs a) {
+  extern __shared__ __align__(16) float shared[];
+  __shared__ int32_t picked_rows[kMaxWarpsPerBlock][kMaxProbes];
+  const int warp_in_block = threadIdx.x / kWarp;
+  const WarpLayout& L = a.layout;
+  float* base = shared + int64_t(warp_in_block) * L.words();
+  Warp w;
+  w.lane = threadIdx.x % kWarp;
+  w.width = L.width;
+  w.candidates = L.candidates;
+  w.table_size = L.table;
+  w.query = base;
+  w.keys = base + L.dim_padded;
+  w.rows = reinterpret_cast<uint32_t*>(w.keys + 2 * L.width);
+  w.cand_key = reinterpret_cast<float*>(w.rows + 2 * L.width);
+  w.cand_row = reinterpret_cast<int32_t*>(w.cand_key + L.candidates);
+  w.kept_key = reinterpret_cast<float*>(w.cand_row + L.candidates);
+  w.kept_row = reinterpret_cast<uint32_t*>(w.kept_key + L.candidates);
+  w.table = reinterpret_cast<int32_t*>(w.kept_row + L.candidates);
+  while (true) {
+    unsigned long long q = 0;
+    if (w.lane == 0) q = atomicAdd(a.next_query, 1ull);
+    q = __shfl_sync(kFullMask, q, 0);
+    if (q >= (unsigned long long)a.nq) return;  // the whole warp leaves
+    search_query<kTeam, T>(a, w, picked_rows[warp_in_block], int64_t(q));
+  }
 }
 
 using KernelFn = void (*)(SearchArgs);
 
-template <bool kVec4>
+template <typename T>
 KernelFn kernel_for_team(int team) {
   switch (team) {
-    case 4: return graph_search_kernel<4, kVec4>;
-    case 8: return graph_search_kernel<8, kVec4>;
-    case 16: return graph_search_kernel<16, kVec4>;
-    default: return graph_search_kernel<32, kVec4>;
+    case 4: return graph_search_kernel<4, T>;
+    case 8: return graph_search_kernel<8, T>;
+    case 16: return graph_search_kernel<16, T>;
+    default: return graph_search_kernel<32, T>;
   }
 }
 
-// Lanes per distance: about four 16-byte loads per lane, 4 .. 32 lanes.
+// Lanes per distance: about 16 values per lane (one round of a lane's loads in flight), 4 .. 32.
 int team_size(int64_t dim) {
-  const int64_t loads = (dim + 3) / 4;
   int team = 4;
-  while (team < kWarp && team * 4 < loads) team *= 2;
+  while (team < kWarp && team * 16 < dim) team *= 2;
   return team;
 }
 
@@ -438,10 +535,6 @@ void graph_search(Resources& resources, const GraphDevice& graph, int64_t nq, co
           kMaxProbes);
   require(options.probes * graph.degree <= kMaxCandidates, "probes x degree = ", options.probes * graph.degree,
           " is above ", kMaxCandidates);
-  require(options.entries != nullptr && options.entry_count >= 1, "at least one entry point is needed");
-  for (int64_t i = 0; i < options.entry_count; ++i)
-    require(options.entries[i] >= 0 && options.entries[i] < graph.rows, "entries[", i, "] = ", options.entries[i],
-            " is not a row");
   if (nq == 0) return;
   require(queries != nullptr && distances != nullptr && ids != nullptr, "queries and outputs must not be null");
 
@@ -456,19 +549,24 @@ void graph_search(Resources& resources, const GraphDevice& graph, int64_t nq, co
   require(warp_bytes <= max_shared, "search_width = ", options.search_width, " needs ", warp_bytes,
           " bytes of shared memory per query, above the device's ", max_shared);
   const int warps = int(std::clamp<int64_t>(max_shared / warp_bytes, 1, kMaxWarpsPerBlock));
-  const bool vec4 = graph.dim % 4 == 0;
-  const KernelFn kernel = vec4 ? kernel_for_team<true>(team_size(graph.dim)) : kernel_for_team<false>(team_size(graph.dim));
   const int64_t shared_bytes = warp_bytes * warps;
 
   Session session(resources);
+  const int team = team_size(graph.dim);
+  KernelFn kernel = kernel_for_team<float>(team);
+  a.walk_vectors = graph.vectors.get();
+  a.vec_walk = graph.dim % 4 == 0;
+  if (options.half_walk) {
+    bool bf16 = false;
+    a.walk_vectors = graph_half_vectors(resources, graph, &bf16);
+    a.vec_walk = graph.dim % 8 == 0;
+    kernel = bf16 ? kernel_for_team<__nv_bfloat16>(team) : kernel_for_team<__half>(team);
+  }
   cudaStream_t stream = resources.stream(0);
   DevicePool& pool = resources.pool();
   const int device = resources.device();
   PoolBuffer<float> q_dev(pool, nq * graph.dim);
   copy_to_device(resources.staging(), device, q_dev.get(), queries, size_t(nq * graph.dim) * sizeof(float), stream);
-  PoolBuffer<int32_t> entries(pool, options.entry_count);
-  copy_to_device(resources.staging(), device, entries.get(), options.entries,
-                 size_t(options.entry_count) * sizeof(int32_t), stream);
   PoolBuffer<uint8_t> filter;
   if (options.filter.bits != nullptr) {
     const int64_t bytes = (options.filter.nbits + 7) / 8;
@@ -477,8 +575,11 @@ void graph_search(Resources& resources, const GraphDevice& graph, int64_t nq, co
   }
   PoolBuffer<float> d_dev(pool, nq * k);
   PoolBuffer<int64_t> i_dev(pool, nq * k);
+  PoolBuffer<unsigned long long> next_query(pool, 1);
+  QV_CUDA_CHECK(cudaMemsetAsync(next_query.get(), 0, sizeof(unsigned long long), stream));
 
   a.vectors = graph.vectors.get();
+  a.vec_exact = graph.dim % 4 == 0;
   a.adjacency = graph.adjacency.get();
   a.row_ids = graph.ids.size() > 0 ? graph.ids.get() : nullptr;
   a.dim = int(graph.dim);
@@ -488,14 +589,19 @@ void graph_search(Resources& resources, const GraphDevice& graph, int64_t nq, co
   a.nq = nq;
   a.k = int(k);
   a.probes = int(options.probes);
-  a.entries = entries.get();
-  a.entry_count = int(options.entry_count);
+  a.entries = graph.entries.get();
+  a.entry_count = int(graph.entries.size());
   a.filter = options.filter.bits != nullptr ? filter.get() : nullptr;
   a.filter_bits = options.filter.bits != nullptr ? options.filter.nbits : 0;
   a.distances = d_dev.get();
   a.ids = i_dev.get();
+  a.next_query = next_query.get();
   QV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared_bytes)));
-  const int64_t blocks = (nq + warps - 1) / warps;
+  // As many blocks as stay resident at once (persistent warps), fewer for small batches.
+  int per_sm = 0;
+  QV_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, warps * kWarp, size_t(shared_bytes)));
+  const int64_t blocks =
+      std::min<int64_t>((nq + warps - 1) / warps, int64_t(std::max(per_sm, 1)) * resources.limits().sm_count);
   kernel<<<unsigned(blocks), unsigned(warps * kWarp), size_t(shared_bytes), stream>>>(a);
   QV_LAUNCH_CHECK("graph_search_kernel");
   copy_from_device(resources.staging(), device, distances, d_dev.get(), size_t(nq * k) * sizeof(float), stream);

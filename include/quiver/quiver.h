@@ -213,7 +213,11 @@ typedef struct qv_search_params {
    * exact search ("Flat"): the distance GEMM, see qv_compute_mode_t; IVF-Flat: the fast modes may
    * use the tensor cores, re-ranked exactly in float32; IVF-PQ: the precision of the look-up
    * tables, float32 for QV_COMPUTE_FP32 and QV_COMPUTE_TF32, float16 (scaled so that no table
-   * overflows) for QV_COMPUTE_FP16 and QV_COMPUTE_BF16. Default QV_COMPUTE_FP32. */
+   * overflows) for QV_COMPUTE_FP16 and QV_COMPUTE_BF16; graph indexes searched on a CUDA device:
+   * QV_COMPUTE_FP16 and QV_COMPUTE_BF16 walk the graph over a 16-bit copy of the vectors (float16,
+   * or bfloat16 where a value is beyond float16's range; made on the device by the first such search,
+   * dim x 2 bytes a vector) and re-rank the candidate pool in float32, so the distances returned are
+   * exact. Default QV_COMPUTE_FP32. */
   qv_compute_mode_t compute_mode;
   /* IVF-PQ indexes with ",Refine": the refine_factor x k best candidates by PQ distance (at most
    * max(k, QV_MAX_K)) are re-ranked with exact distances to the stored raw vectors, and the k best

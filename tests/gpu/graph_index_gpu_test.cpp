@@ -31,10 +31,11 @@ struct Found {
 };
 
 Found search(const qv_index_t* index, const std::vector<float>& q, uint32_t width, const uint8_t* filter = nullptr,
-             int64_t filter_bits = 0) {
+             int64_t filter_bits = 0, qv_compute_mode_t mode = QV_COMPUTE_FP32) {
   qv_search_params_t p;
   qv_search_params_init(&p);
   p.search_width = width;
+  p.compute_mode = mode;
   p.filter = filter;
   p.filter_bits = filter_bits;
   Found f{std::vector<float>(kNq * kK), std::vector<int64_t>(kNq * kK)};
@@ -90,6 +91,13 @@ TEST(GpuGraphIndex, SearchesOnTheDeviceAsWellAsTheCpu) {
     EXPECT_EQ(search(reloaded, q, width).ids, g.ids) << "width " << width;
   }
   EXPECT_GE(recall(search(on_gpu, q, 256), truth), 0.98);
+  // Half-precision walks: about the same recall, exact distances.
+  for (qv_compute_mode_t mode : {QV_COMPUTE_FP16, QV_COMPUTE_BF16}) {
+    const Found h = search(on_gpu, q, 64, nullptr, 0, mode), f = search(on_gpu, q, 64);
+    EXPECT_GE(recall(h, truth), recall(f, truth) - 0.01) << "mode " << mode;
+    for (size_t i = 0; i < h.ids.size(); ++i)
+      if (h.ids[i] == f.ids[i]) EXPECT_EQ(h.distances[i], f.distances[i]) << i;
+  }
 
   // A filter (every other id) and removals: never returned, and the CPU's results at a wide queue.
   std::vector<uint8_t> bits((5 * kN + 3) / 8 + 1, 0);

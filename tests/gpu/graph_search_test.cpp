@@ -88,61 +88,81 @@ TEST(GpuGraphSearch, WideQueueIsExactOnConnectedGraphs) {
     std::vector<int64_t> row_ids(size_t(c.n));
     for (int64_t r = 0; r < c.n; ++r) row_ids[r] = 1000 + 3 * r;
     gpu::GraphDevicePtr graph = gpu::make_graph(shared_resources(), c.dim, c.l2 ? Metric::l2 : Metric::inner_product);
-    gpu::graph_upload(shared_resources(), *graph, c.n, x.data(), c.degree, adjacency.data(), row_ids.data());
     const int32_t entry = int32_t(c.n / 2);
-    gpu::GraphSearchOptions options;
-    options.search_width = std::max<int64_t>(c.n, c.k);
-    options.probes = c.probes;
-    options.entries = &entry;
-    options.entry_count = 1;
-    const Neighbours got = search(*graph, q, c.dim, c.k, options);
-    const Neighbours want = brute_force(c.l2, x, q, c.dim, c.k, nullptr, &row_ids);
-    EXPECT_EQ(got.ids, want.ids);
-    EXPECT_EQ(got.distances, want.distances);
+    gpu::graph_upload(shared_resources(), *graph, c.n, x.data(), c.degree, adjacency.data(), row_ids.data(), &entry,
+                      1);
+    // Small integers are exact in float16 too: the half-precision walk gives the same answers.
+    for (bool half : {false, true}) {
+      SCOPED_TRACE(half ? "half walk" : "float32 walk");
+      gpu::GraphSearchOptions options;
+      options.search_width = std::max<int64_t>(c.n, c.k);
+      options.probes = c.probes;
+      options.half_walk = half;
+      const Neighbours got = search(*graph, q, c.dim, c.k, options);
+      const Neighbours want = brute_force(c.l2, x, q, c.dim, c.k, nullptr, &row_ids);
+      EXPECT_EQ(got.ids, want.ids);
+      EXPECT_EQ(got.distances, want.distances);
 
-    // Every third row allowed: traversal goes through the others, results skip them.
-    std::vector<uint8_t> filter(size_t((c.n + 7) / 8), 0);
-    for (int64_t r = 0; r < c.n; r += 3) filter[r / 8] |= uint8_t(1u << (r % 8));
-    options.filter = gpu::RowFilter{filter.data(), c.n};
-    const Neighbours filtered = search(*graph, q, c.dim, c.k, options);
-    const Neighbours want_filtered = brute_force(c.l2, x, q, c.dim, c.k, &filter, &row_ids);
-    EXPECT_EQ(filtered.ids, want_filtered.ids);
+      // Every third row allowed: traversal goes through the others, results skip them.
+      std::vector<uint8_t> filter(size_t((c.n + 7) / 8), 0);
+      for (int64_t r = 0; r < c.n; r += 3) filter[r / 8] |= uint8_t(1u << (r % 8));
+      options.filter = gpu::RowFilter{filter.data(), c.n};
+      const Neighbours filtered = search(*graph, q, c.dim, c.k, options);
+      const Neighbours want_filtered = brute_force(c.l2, x, q, c.dim, c.k, &filter, &row_ids);
+      EXPECT_EQ(filtered.ids, want_filtered.ids);
+    }
+  }
+}
+
+// Recall of narrow queues over uniform data, float32 and half-precision walks; `scale` 1e5 puts the
+// values beyond float16's range, so the half walk reads bfloat16. Distances are always exact.
+void expect_narrow_queues_find_most_neighbours(float scale) {
+  const int64_t n = 4001, dim = 12, degree = 16, k = 10, nq = 200;
+  auto x = uniform_vectors(n, dim, 3), q = uniform_vectors(nq, dim, 4);
+  for (float& v : x) v *= scale;
+  for (float& v : q) v *= scale;
+  const auto adjacency = knn_graph(true, x, dim, degree);
+  gpu::GraphDevicePtr graph = gpu::make_graph(shared_resources(), dim, Metric::l2);
+  const std::vector<int32_t> entries = {0, 1000, 2000, 3000};
+  gpu::graph_upload(shared_resources(), *graph, n, x.data(), degree, adjacency.data(), nullptr, entries.data(),
+                    int64_t(entries.size()));
+  const Neighbours want = brute_force(true, x, q, dim, k, nullptr, nullptr);
+  for (bool half : {false, true}) {
+    SCOPED_TRACE(half ? "half walk" : "float32 walk");
+    double previous = 0;
+    for (int64_t width : {16, 64, 256}) {
+      gpu::GraphSearchOptions options;
+      options.search_width = width;
+      options.half_walk = half;
+      const Neighbours got = search(*graph, q, dim, k, options);
+      int64_t found = 0;
+      for (int64_t i = 0; i < nq; ++i)
+        for (int64_t j = 0; j < k; ++j)
+          found += std::count(&want.ids[i * k], &want.ids[i * k] + k, got.ids[i * k + j]);
+      const double recall = double(found) / double(nq * k);
+      EXPECT_GE(recall, previous - 0.01) << "width " << width;
+      previous = recall;
+      // Results are sorted and their distances are exact.
+      for (int64_t i = 0; i < nq; ++i)
+        for (int64_t j = 0; j < k; ++j) {
+          ASSERT_GE(got.ids[i * k + j], 0);
+          const double exact = exact_value(true, &q[i * dim], &x[got.ids[i * k + j] * dim], dim);
+          EXPECT_NEAR(got.distances[i * k + j], exact, 1e-4 * (1 + exact));
+          if (j > 0) EXPECT_LE(got.distances[i * k + j - 1], got.distances[i * k + j]);
+        }
+    }
+    EXPECT_GE(previous, 0.98);
   }
 }
 
 TEST(GpuGraphSearch, NarrowQueueFindsMostNeighbours) {
   QV_REQUIRE_GPU();
-  const int64_t n = 4001, dim = 12, degree = 16, k = 10, nq = 200;
-  const auto x = uniform_vectors(n, dim, 3), q = uniform_vectors(nq, dim, 4);
-  const auto adjacency = knn_graph(true, x, dim, degree);
-  gpu::GraphDevicePtr graph = gpu::make_graph(shared_resources(), dim, Metric::l2);
-  gpu::graph_upload(shared_resources(), *graph, n, x.data(), degree, adjacency.data(), nullptr);
-  const Neighbours want = brute_force(true, x, q, dim, k, nullptr, nullptr);
-  std::vector<int32_t> entries = {0, 1000, 2000, 3000};
-  double previous = 0;
-  for (int64_t width : {16, 64, 256}) {
-    gpu::GraphSearchOptions options;
-    options.search_width = width;
-    options.entries = entries.data();
-    options.entry_count = int64_t(entries.size());
-    const Neighbours got = search(*graph, q, dim, k, options);
-    int64_t found = 0;
-    for (int64_t i = 0; i < nq; ++i)
-      for (int64_t j = 0; j < k; ++j)
-        found += std::count(&want.ids[i * k], &want.ids[i * k] + k, got.ids[i * k + j]);
-    const double recall = double(found) / double(nq * k);
-    EXPECT_GE(recall, previous - 0.01) << "width " << width;
-    previous = recall;
-    // Results are sorted and their distances are exact.
-    for (int64_t i = 0; i < nq; ++i)
-      for (int64_t j = 0; j < k; ++j) {
-        ASSERT_GE(got.ids[i * k + j], 0);
-        const double exact = exact_value(true, &q[i * dim], &x[got.ids[i * k + j] * dim], dim);
-        EXPECT_NEAR(got.distances[i * k + j], exact, 1e-4 * (1 + exact));
-        if (j > 0) EXPECT_LE(got.distances[i * k + j - 1], got.distances[i * k + j]);
-      }
-  }
-  EXPECT_GE(previous, 0.98);
+  expect_narrow_queues_find_most_neighbours(1.0f);
+}
+
+TEST(GpuGraphSearch, HalfWalkBeyondFloat16RangeReadsBfloat16) {
+  QV_REQUIRE_GPU();
+  expect_narrow_queues_find_most_neighbours(1e5f);
 }
 
 TEST(GpuGraphSearch, RejectsBadArguments) {
@@ -151,20 +171,17 @@ TEST(GpuGraphSearch, RejectsBadArguments) {
   gpu::GraphDevicePtr graph = gpu::make_graph(resources, 4, Metric::l2);
   const std::vector<float> x(8, 1.0f);
   const int32_t adjacency[] = {1, 5};
-  EXPECT_THROW(gpu::graph_upload(resources, *graph, 2, x.data(), 1, adjacency, nullptr), Error);
+  const int32_t entry = 0, bad_entry = 2;
+  EXPECT_THROW(gpu::graph_upload(resources, *graph, 2, x.data(), 1, adjacency, nullptr, &entry, 1), Error);
   const int32_t good[] = {1, 0};
-  gpu::graph_upload(resources, *graph, 2, x.data(), 1, good, nullptr);
+  EXPECT_THROW(gpu::graph_upload(resources, *graph, 2, x.data(), 1, good, nullptr, &bad_entry, 1), Error);
+  EXPECT_THROW(gpu::graph_upload(resources, *graph, 2, x.data(), 1, good, nullptr, &entry, 0), Error);
+  gpu::graph_upload(resources, *graph, 2, x.data(), 1, good, nullptr, &entry, 1);
   float d[4];
   int64_t ids[4];
-  const int32_t entry = 0, bad_entry = 2;
   gpu::GraphSearchOptions options;
   options.search_width = 2;
-  options.entries = &entry;
-  options.entry_count = 1;
   EXPECT_THROW(gpu::graph_search(resources, *graph, 1, x.data(), 3, options, d, ids), Error);  // k > width
-  options.entries = &bad_entry;
-  EXPECT_THROW(gpu::graph_search(resources, *graph, 1, x.data(), 1, options, d, ids), Error);
-  options.entries = &entry;
   options.probes = 0;
   EXPECT_THROW(gpu::graph_search(resources, *graph, 1, x.data(), 1, options, d, ids), Error);
   EXPECT_THROW(gpu::make_graph(resources, 4, Metric::cosine), Error);
