@@ -121,6 +121,13 @@ class SearchParams(ctypes.Structure):
                 ("refine_factor", ctypes.c_uint32), ("max_range_results", ctypes.c_int64)]
 
 
+class IndexInfo(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("dim", ctypes.c_int64), ("metric", ctypes.c_int32),
+                ("is_trained", ctypes.c_int32), ("count", ctypes.c_int64), ("device", ctypes.c_int32),
+                ("device_id", ctypes.c_int32), ("host_bytes", ctypes.c_int64), ("device_bytes", ctypes.c_int64),
+                ("descriptor", ctypes.c_char * 128)]
+
+
 QV_DEVICE_CPU = 1
 QV_DEVICE_CUDA = 2
 QV_METRIC_L2 = 0
@@ -160,6 +167,12 @@ class Quiver:
         self.check(self.lib.qv_index_add(self.index, ctypes.c_int64(len(base)),
                                          base.ctypes.data_as(ctypes.c_void_p), None), "qv_index_add")
         return time.perf_counter() - t0
+
+    def info(self):
+        info = IndexInfo()
+        self.check(self.lib.qv_index_info_init(ctypes.byref(info)), "qv_index_info_init")
+        self.check(self.lib.qv_index_info(self.index, ctypes.byref(info)), "qv_index_info")
+        return info
 
     def search(self, queries, k, width=0, nprobe=0, mode=0):
         """mode: qv_compute_mode_t (0 float32, 1 TF32, 2 float16, 3 bfloat16)."""

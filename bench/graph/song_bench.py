@@ -67,6 +67,8 @@ def main():
     p.add_argument("--graph", default="Graph32", help="graph index descriptor")
     p.add_argument("--width", default="10,12,16,20,24,32,48,64,96,128", help="graph search_width sweep")
     p.add_argument("--graph-modes", default="fp32,fp16", help="compute modes of the graph's sweeps")
+    p.add_argument("--hash", type=int, default=0, help="also SONG's hashing mode with codes of this many bits")
+    p.add_argument("--hash-width", default="64,128,256,512,1024", help="search_width sweep of the hashing mode")
     p.add_argument("--nlist", type=int, default=256, help="IVF-Flat lists")
     p.add_argument("--ivf-modes", default="fp32,tf32", help="compute modes of IVF-Flat's sweeps")
     p.add_argument("--nprobe", default="1,2,3,4,6,8,12,16,24,32", help="IVF-Flat nprobe sweep")
@@ -95,6 +97,20 @@ def main():
     for mode in args.graph_modes.split(","):
         rows += sweep(f"{args.graph}-{mode}", lambda w: graph.search(queries, args.k, width=w, mode=MODES[mode]),
                       ints(args.width), gt, nq, args.repeats, lambda w: {"search_width": w})
+
+    floats = len(base) * base.shape[1] * 4
+    print(f"device bytes: {args.graph} {graph.info().device_bytes / 2**20:.1f} MiB "
+          f"(the float vectors alone: {floats / 2**20:.1f} MiB)", flush=True)
+    if args.hash:
+        hashed = common.Quiver(args.lib, threads, device)
+        descriptor = f"{args.graph},H{args.hash}"
+        b = hashed.build(descriptor, base)
+        device_bytes = hashed.info().device_bytes
+        print(f"build: {descriptor} {b:.2f} s; device bytes {device_bytes / 2**20:.1f} MiB "
+              f"({device_bytes / floats:.2f} of the float vectors)", flush=True)
+        rows += sweep(descriptor, lambda w: hashed.search(queries, args.k, width=w), ints(args.hash_width), gt, nq,
+                      args.repeats, lambda w: {"search_width": w})
+        rows[-1]["device_bytes"] = device_bytes
 
     ivf = common.Quiver(args.lib, threads, device)
     rng = np.random.default_rng(1)

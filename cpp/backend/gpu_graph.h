@@ -45,6 +45,12 @@ constexpr int64_t kMaxGraphDegree = 256;
 void graph_upload(Resources& resources, GraphDevice& graph, int64_t n, const float* x, int64_t degree,
                   const int32_t* adjacency, const int64_t* ids, const int32_t* entries, int64_t entry_count);
 
+// SONG's hashing mode (graph/hash_codes.h): the same, with n codes of `dim` 32-bit words each (a
+// graph created with dim = the code's words) in place of vectors; such a graph is searched only by
+// graph_search_codes, and its rows are reported as row numbers.
+void graph_upload_codes(Resources& resources, GraphDevice& graph, int64_t n, const uint32_t* codes, int64_t degree,
+                        const int32_t* adjacency, const int32_t* entries, int64_t entry_count);
+
 int64_t graph_rows(const GraphDevice& graph);
 int64_t graph_device_bytes(const GraphDevice& graph);
 
@@ -70,5 +76,12 @@ constexpr int64_t kMaxProbes = 8;
 // reached; outputs in host or device memory. Throws invalid_argument on an empty graph.
 void graph_search(Resources& resources, const GraphDevice& graph, int64_t nq, const float* queries, int64_t k,
                   const GraphSearchOptions& options, float* distances, int64_t* ids);
+
+// The walk of a hashed graph (graph_upload_codes) by Hamming distance from each of nq query codes
+// (nq x dim words, host or device memory): writes each query's final queue, the rows nearest by
+// Hamming distance (ties by row), nq x search_width, -1 past the rows reached, for the caller to
+// re-rank with exact distances. options: no filter, no half walk.
+void graph_search_codes(Resources& resources, const GraphDevice& graph, int64_t nq, const uint32_t* query_codes,
+                        const GraphSearchOptions& options, int64_t* rows);
 
 }  // namespace quiver::gpu

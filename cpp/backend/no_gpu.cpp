@@ -114,12 +114,22 @@ void graph_upload(Resources&, GraphDevice&, int64_t, const float*, int64_t, cons
   no_cuda("GPU graph search");
 }
 
+void graph_upload_codes(Resources&, GraphDevice&, int64_t, const uint32_t*, int64_t, const int32_t*, const int32_t*,
+                        int64_t) {
+  no_cuda("GPU graph search");
+}
+
 int64_t graph_rows(const GraphDevice&) { return 0; }
 
 int64_t graph_device_bytes(const GraphDevice&) { return 0; }
 
 void graph_search(Resources&, const GraphDevice&, int64_t, const float*, int64_t, const GraphSearchOptions&, float*,
                   int64_t*) {
+  no_cuda("GPU graph search");
+}
+
+void graph_search_codes(Resources&, const GraphDevice&, int64_t, const uint32_t*, const GraphSearchOptions&,
+                        int64_t*) {
   no_cuda("GPU graph search");
 }
 

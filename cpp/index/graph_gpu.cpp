@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <vector>
 
+#include "cpp/core/thread_pool.h"
+#include "cpp/graph/graph_distance.h"
+
 namespace quiver {
 
 namespace {
@@ -10,15 +13,58 @@ namespace {
 // Cosine searches run as inner products over the normalised vectors.
 Metric device_metric(Metric metric) { return metric == Metric::l2 ? Metric::l2 : Metric::inner_product; }
 
+// The hash directions: fixed, so that a reloaded index walks the same codes.
+constexpr uint64_t kHashSeed = 0x5049a7e5u;
+
 }  // namespace
 
-GraphGpuCopy::GraphGpuCopy(gpu::Resources& resources, int64_t dim, Metric metric)
-    : resources_(resources), graph_(gpu::make_graph(resources, dim, device_metric(metric))) {}
+GraphGpuCopy::GraphGpuCopy(gpu::Resources& resources, int64_t dim, Metric metric, int64_t hash_bits)
+    : resources_(resources),
+      hash_bits_(hash_bits),
+      graph_(gpu::make_graph(resources, hash_bits > 0 ? hash_bits / 32 : dim, device_metric(metric))) {}
 
-void GraphGpuCopy::upload(const GraphData& data) {
+void GraphGpuCopy::upload(ThreadPool& pool, const GraphData& data) {
   if (data.graph == nullptr || data.graph->rows == 0) return;
-  gpu::graph_upload(resources_, *graph_, data.graph->rows, data.vectors, data.graph->degree,
-                    data.graph->adjacency.data(), data.ids, data.entries, data.n_entries);
+  const int64_t n = data.graph->rows;
+  if (hash_bits_ == 0) {
+    gpu::graph_upload(resources_, *graph_, n, data.vectors, data.graph->degree, data.graph->adjacency.data(),
+                      data.ids, data.entries, data.n_entries);
+    return;
+  }
+  HashProjection projection = make_hash_projection(data.vectors, n, data.dim, hash_bits_, kHashSeed);
+  std::vector<uint32_t> codes(static_cast<size_t>(n * projection.words()));
+  hash_codes(pool, projection, data.vectors, n, codes.data());
+  gpu::graph_upload_codes(resources_, *graph_, n, codes.data(), data.graph->degree, data.graph->adjacency.data(),
+                          data.entries, data.n_entries);
+  projection_ = std::move(projection);
+}
+
+void GraphGpuCopy::search_hashed(ThreadPool& pool, const GraphData& data, const float* queries, int64_t nq,
+                                 int64_t k, int64_t width, const IdFilter& filter, float* distances,
+                                 int64_t* ids) const {
+  std::vector<uint32_t> codes(static_cast<size_t>(nq * projection_.words()));
+  hash_codes(pool, projection_, queries, nq, codes.data());
+  std::vector<int64_t> rows(static_cast<size_t>(nq * width));
+  gpu::GraphSearchOptions options;
+  options.search_width = width;
+  gpu::graph_search_codes(resources_, *graph_, nq, codes.data(), options, rows.data());
+  const KeyFn key = search_key(data.metric);
+  pool.parallel_for(nq, [&](int64_t q) {
+    std::vector<Neighbour> found;
+    const float* query = queries + q * data.dim;
+    for (int64_t j = 0; j < width; ++j) {
+      const int64_t r = rows[q * width + j];
+      if (r < 0 || (data.removed != nullptr && data.removed[r] != 0) || !filter.allows(data.ids[r])) continue;
+      found.push_back({key(query, data.vectors + r * data.dim, data.dim), static_cast<int32_t>(r)});
+    }
+    const size_t keep = std::min(found.size(), static_cast<size_t>(k));
+    std::partial_sort(found.begin(), found.begin() + static_cast<std::ptrdiff_t>(keep), found.end());
+    for (int64_t j = 0; j < k; ++j) {
+      const bool have = j < static_cast<int64_t>(keep);
+      distances[q * k + j] = have ? key_to_distance(data.metric, found[j].key) : missing_distance(data.metric);
+      ids[q * k + j] = have ? data.ids[found[j].row] : -1;
+    }
+  });
 }
 
 int64_t GraphGpuCopy::device_bytes() const { return gpu::graph_device_bytes(*graph_); }
@@ -27,6 +73,11 @@ void GraphGpuCopy::search(ThreadPool& pool, const GraphData& data, ScratchPool& 
                           int64_t nq, int64_t k, int64_t width, ComputeMode mode, const IdFilter& filter,
                           float* distances, int64_t* ids) const {
   const int64_t rows = data.graph->rows;
+  if (hash_bits_ > 0) {
+    search_hashed(pool, data, queries, nq, k, width, filter, distances, ids);
+    complete_short_queries(pool, data, scratch, queries, nq, k, width, filter, distances, ids);
+    return;
+  }
   // Rows that may be returned: allowed ids, no tombstones. Built only when something is excluded.
   std::vector<uint8_t> row_bits;
   gpu::GraphSearchOptions options;
@@ -40,8 +91,12 @@ void GraphGpuCopy::search(ThreadPool& pool, const GraphData& data, ScratchPool& 
   options.search_width = width;  // the index checked k <= width <= gpu::kMaxSearchWidth
   options.half_walk = mode == ComputeMode::fp16 || mode == ComputeMode::bf16;
   gpu::graph_search(resources_, *graph_, nq, queries, k, options, distances, ids);
+  complete_short_queries(pool, data, scratch, queries, nq, k, width, filter, distances, ids);
+}
 
-  // Queries whose walk reached fewer than k allowed rows: the CPU search with its exact fallback.
+void GraphGpuCopy::complete_short_queries(ThreadPool& pool, const GraphData& data, ScratchPool& scratch,
+                                          const float* queries, int64_t nq, int64_t k, int64_t width,
+                                          const IdFilter& filter, float* distances, int64_t* ids) {
   std::vector<int64_t> short_queries;
   for (int64_t q = 0; q < nq; ++q)
     if (ids[q * k + k - 1] < 0) short_queries.push_back(q);

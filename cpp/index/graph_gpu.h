@@ -1,27 +1,30 @@
 // The graph index's copy on a CUDA device, searched by SONG (cpp/backend/gpu_graph.h): the vectors,
 // the adjacency and the ids, uploaded whole after each change of the host copy (build, add, remove,
-// load), so the host stays the authority and the device copy never differs from it.
+// load), so the host stays the authority and the device copy never differs from it. In SONG's
+// hashing mode (hash_bits > 0, graph/hash_codes.h) the device holds hash codes in place of the
+// vectors and the walk's final candidates are re-ranked exactly on the host.
 #pragma once
 
 #include <cstdint>
 
 #include "cpp/backend/gpu_graph.h"
 #include "cpp/core/compute_mode.h"
+#include "cpp/graph/hash_codes.h"
 #include "cpp/index/graph_search.h"
 
 namespace quiver {
 
 class GraphGpuCopy {
  public:
-  GraphGpuCopy(gpu::Resources& resources, int64_t dim, Metric metric);
+  GraphGpuCopy(gpu::Resources& resources, int64_t dim, Metric metric, int64_t hash_bits);
 
-  // Replaces the device copy with data's graph, vectors and ids (all or nothing).
-  void upload(const GraphData& data);
+  // Replaces the device copy with data's graph, vectors (or their codes) and ids (all or nothing).
+  void upload(ThreadPool& pool, const GraphData& data);
   int64_t device_bytes() const;
 
   // graph_knn_search's contract, on the device (k <= width <= gpu::kMaxSearchWidth): queries in host
   // memory (normalised for cosine); fp16 and bf16 modes walk the graph in half precision (the
-  // results re-ranked in float32);
+  // results re-ranked in float32; a hashed copy ignores the mode);
   // filter and tombstones become a row filter; queries left short of k results by them are
   // completed on the CPU (graph_knn_search's exact fallback) through `pool` and `scratch`.
   void search(ThreadPool& pool, const GraphData& data, ScratchPool& scratch, const float* queries, int64_t nq,
@@ -29,7 +32,20 @@ class GraphGpuCopy {
               int64_t* ids) const;
 
  private:
+  // The hashed walk: each query's width rows nearest by Hamming distance, re-ranked on the host;
+  // queries with fewer than k allowed rows among them are left with id -1 at position k - 1.
+  void search_hashed(ThreadPool& pool, const GraphData& data, const float* queries, int64_t nq, int64_t k,
+                     int64_t width, const IdFilter& filter, float* distances, int64_t* ids) const;
+
+  // Queries whose walk reached fewer than k allowed rows (id -1 at k - 1): the CPU search with its
+  // exact fallback.
+  static void complete_short_queries(ThreadPool& pool, const GraphData& data, ScratchPool& scratch,
+                                     const float* queries, int64_t nq, int64_t k, int64_t width,
+                                     const IdFilter& filter, float* distances, int64_t* ids);
+
   gpu::Resources& resources_;
+  int64_t hash_bits_;
+  HashProjection projection_;  // of the uploaded vectors, when hashing
   gpu::GraphDevicePtr graph_;
 };
 

@@ -28,14 +28,15 @@ GraphBuildParams build_params(const GraphSpec& spec) {
 
 GraphIndex::GraphIndex(Context& context, std::string descriptor, int64_t dim, Metric metric, const GraphSpec& spec)
     : Index(context, std::move(descriptor), dim, metric), spec_(spec), graph_(0, spec.degree) {
-  if (context.device() == DeviceKind::cuda) device_copy_ = std::make_unique<GraphGpuCopy>(context.gpu(), dim, metric);
+  if (context.device() == DeviceKind::cuda)
+    device_copy_ = std::make_unique<GraphGpuCopy>(context.gpu(), dim, metric, spec.hash_bits);
 }
 
 void GraphIndex::update_device_copy() {
   if (!device_copy_) return;
   device_copy_current_ = false;
   try {
-    device_copy_->upload(data());
+    device_copy_->upload(context().pool(), data());
     device_copy_current_ = true;
   } catch (const Error& e) {
     if (e.status() != Status::out_of_device_memory) throw;

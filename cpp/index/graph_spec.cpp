@@ -1,8 +1,10 @@
 #include "cpp/index/graph_spec.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "cpp/core/error.h"
+#include "cpp/graph/hash_codes.h"
 
 namespace quiver {
 
@@ -11,8 +13,9 @@ namespace {
 // Digits enough for any accepted value, few enough that the number cannot overflow.
 constexpr size_t kMaxDigits = 9;
 constexpr char kSyntax[] =
-    " (graph descriptors: \"Graph<R>\" or \"Graph<R>,K<k>\", R the out-degree 2 .. 1024, k the k-NN "
-    "graph's neighbours R/2 .. 2047, e.g. \"Graph32\", \"Graph32,K64\")";
+    " (graph descriptors: \"Graph<R>\", then optionally \",K<k>\" and \",H<bits>\" in that order, R the "
+    "out-degree 2 .. 1024, k the k-NN graph's neighbours R/2 .. 2047, bits the hash codes' length, a "
+    "multiple of 32 in 32 .. 1024; e.g. \"Graph32\", \"Graph32,K64\", \"Graph32,H256\")";
 
 [[noreturn]] void bad(const std::string& descriptor, const std::string& why) {
   fail(Status::invalid_argument, "descriptor \"", descriptor, "\": ", why, kSyntax);
@@ -41,15 +44,31 @@ GraphSpec parse_graph_descriptor(const std::string& descriptor) {
                         " .. " + std::to_string(kMaxGraphDegree));
   spec.degree = static_cast<int32_t>(degree);
   spec.knn_k = std::min<int64_t>(2 * degree, kMaxGraphKnnK);
-  if (comma == std::string::npos) return spec;
-  const std::string option = descriptor.substr(comma + 1);
-  if (option.empty() || option[0] != 'K' || option.find(',') != std::string::npos)
-    bad(descriptor, "\"" + option + "\" is not an option of a graph index (only one \",K<k>\" may follow)");
-  const int64_t k = number(descriptor, option, 1, "the k-NN graph's k");
-  if (k < (degree + 1) / 2 || k > kMaxGraphKnnK)
-    bad(descriptor, "K = " + std::to_string(k) + " is outside R/2 = " + std::to_string((degree + 1) / 2) +
-                        " .. " + std::to_string(kMaxGraphKnnK));
-  spec.knn_k = k;
+  std::vector<std::string> options;
+  for (size_t start = comma; start != std::string::npos;) {
+    const size_t next = descriptor.find(',', start + 1);
+    options.push_back(descriptor.substr(start + 1, next == std::string::npos ? std::string::npos : next - start - 1));
+    start = next;
+  }
+  size_t i = 0;
+  if (i < options.size() && !options[i].empty() && options[i][0] == 'K') {
+    const int64_t k = number(descriptor, options[i], 1, "the k-NN graph's k");
+    if (k < (degree + 1) / 2 || k > kMaxGraphKnnK)
+      bad(descriptor, "K = " + std::to_string(k) + " is outside R/2 = " + std::to_string((degree + 1) / 2) +
+                          " .. " + std::to_string(kMaxGraphKnnK));
+    spec.knn_k = k;
+    ++i;
+  }
+  if (i < options.size() && !options[i].empty() && options[i][0] == 'H') {
+    const int64_t bits = number(descriptor, options[i], 1, "the hash codes' bits");
+    if (bits < kMinHashBits || bits > kMaxHashBits || bits % 32 != 0)
+      bad(descriptor, "H = " + std::to_string(bits) + " is not a multiple of 32 in " + std::to_string(kMinHashBits) +
+                          " .. " + std::to_string(kMaxHashBits));
+    spec.hash_bits = static_cast<int32_t>(bits);
+    ++i;
+  }
+  if (i < options.size())
+    bad(descriptor, "\"" + options[i] + "\" is not an option of a graph index here");
   return spec;
 }
 

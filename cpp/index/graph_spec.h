@@ -1,7 +1,11 @@
-// Graph index descriptors: "Graph<R>" with optional ",K<k>", e.g. "Graph32", "Graph32,K64".
+// Graph index descriptors: "Graph<R>" with optional ",K<k>" and ",H<bits>" (in that order), e.g.
+// "Graph32", "Graph32,K64", "Graph32,H256".
 //   R  the fixed out-degree of every row of the stored graph, 2 .. kMaxGraphDegree
 //   K  the k of the k-NN graph the build prunes from, R/2 .. kMaxGraphKnnK (default 2R, at most
 //      n - 1 for n vectors): more candidates make a better graph and a slower build.
+//   H  SONG's hashing mode on a CUDA context (graph/hash_codes.h): the device holds the graph and
+//      bits-bit codes of the vectors instead of the vectors, walks by Hamming distance and re-ranks
+//      the final candidates exactly from host memory; for data whose vectors do not fit the device.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +22,7 @@ constexpr int64_t kMaxGraphKnnK = 2047;
 struct GraphSpec {
   int32_t degree = 32;
   int64_t knn_k = 64;
+  int32_t hash_bits = 0;  // 0: the device holds the vectors
 };
 
 // True when the descriptor names a graph index (starts with "Graph"); it is then parsed or refused.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "cpp/backend/gpu_graph.h"
 #include "cpp/core/error.h"
@@ -66,8 +67,12 @@ const uint16_t* graph_half_vectors(Resources& resources, const GraphDevice& grap
   return graph.half_vectors.get();
 }
 
-void graph_upload(Resources& resources, GraphDevice& graph, int64_t n, const float* x, int64_t degree,
-                  const int32_t* adjacency, const int64_t* ids, const int32_t* entries, int64_t entry_count) {
+namespace {
+
+// graph_upload and graph_upload_codes: rows of dim 4-byte words (floats or codes) into `Data`.
+template <typename Data>
+void upload(Resources& resources, GraphDevice& graph, int64_t n, const Data* x, int64_t degree,
+            const int32_t* adjacency, const int64_t* ids, const int32_t* entries, int64_t entry_count) {
   DeviceScope device_scope(resources.device());
   require(graph.device == resources.device(), "the graph lives on device ", graph.device, ", the resources on ",
           resources.device());
@@ -81,12 +86,12 @@ void graph_upload(Resources& resources, GraphDevice& graph, int64_t n, const flo
     require(entries[i] >= 0 && entries[i] < n, "entries[", i, "] = ", entries[i], " is not a row (n = ", n, ")");
   Session session(resources);
   cudaStream_t stream = resources.stream(0);
-  DeviceBuffer<float> vectors(resources.pool(), n * graph.dim);
+  DeviceBuffer<Data> rows_data(resources.pool(), n * graph.dim);
   DeviceBuffer<int32_t> rows(resources.pool(), n * degree);
   DeviceBuffer<int64_t> row_ids;
   if (ids != nullptr) row_ids = DeviceBuffer<int64_t>(resources.pool(), n);
   DeviceBuffer<int32_t> entry_rows(resources.pool(), entry_count);
-  copy_to_device(resources.staging(), graph.device, vectors.get(), x, size_t(n * graph.dim) * sizeof(float), stream);
+  copy_to_device(resources.staging(), graph.device, rows_data.get(), x, size_t(n * graph.dim) * sizeof(Data), stream);
   copy_to_device(resources.staging(), graph.device, rows.get(), adjacency, size_t(n * degree) * sizeof(int32_t),
                  stream);
   if (ids != nullptr)
@@ -94,7 +99,13 @@ void graph_upload(Resources& resources, GraphDevice& graph, int64_t n, const flo
   copy_to_device(resources.staging(), graph.device, entry_rows.get(), entries, size_t(entry_count) * sizeof(int32_t),
                  stream);
   session.finish();
-  graph.vectors = std::move(vectors);
+  if constexpr (std::is_same_v<Data, float>) {
+    graph.vectors = std::move(rows_data);
+    graph.codes.reset();
+  } else {
+    graph.codes = std::move(rows_data);
+    graph.vectors.reset();
+  }
   graph.adjacency = std::move(rows);
   graph.ids = std::move(row_ids);
   graph.entries = std::move(entry_rows);
@@ -103,11 +114,23 @@ void graph_upload(Resources& resources, GraphDevice& graph, int64_t n, const flo
   graph.degree = degree;
 }
 
+}  // namespace
+
+void graph_upload(Resources& resources, GraphDevice& graph, int64_t n, const float* x, int64_t degree,
+                  const int32_t* adjacency, const int64_t* ids, const int32_t* entries, int64_t entry_count) {
+  upload(resources, graph, n, x, degree, adjacency, ids, entries, entry_count);
+}
+
+void graph_upload_codes(Resources& resources, GraphDevice& graph, int64_t n, const uint32_t* codes, int64_t degree,
+                        const int32_t* adjacency, const int32_t* entries, int64_t entry_count) {
+  upload(resources, graph, n, codes, degree, adjacency, nullptr, entries, entry_count);
+}
+
 int64_t graph_rows(const GraphDevice& graph) { return graph.rows; }
 
 int64_t graph_device_bytes(const GraphDevice& graph) {
-  return graph.vectors.bytes() + graph.adjacency.bytes() + graph.ids.bytes() + graph.entries.bytes() +
-         graph.half_vectors.bytes();
+  return graph.vectors.bytes() + graph.codes.bytes() + graph.adjacency.bytes() + graph.ids.bytes() +
+         graph.entries.bytes() + graph.half_vectors.bytes();
 }
 
 }  // namespace quiver::gpu

@@ -18,7 +18,8 @@ class GraphDevice {
   Metric metric;
   int64_t rows = 0;
   int64_t degree = 0;
-  DeviceBuffer<float> vectors;     // rows x dim
+  DeviceBuffer<float> vectors;     // rows x dim; empty in a hashed graph
+  DeviceBuffer<uint32_t> codes;    // a hashed graph's rows x dim code words (else empty)
   DeviceBuffer<int32_t> adjacency; // rows x degree, -1 for unused slots
   DeviceBuffer<int64_t> ids;       // rows, or empty: ids are row numbers
   DeviceBuffer<int32_t> entries;   // the rows every search starts from

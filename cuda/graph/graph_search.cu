@@ -68,7 +68,7 @@ struct SearchArgs {
   int dim;
   int degree;
   bool inner_product;
-  const float* queries;
+  const float* queries;  // nq x dim 4-byte words: floats, or a hashed walk's codes
   int64_t nq;
   int k;
   int probes;
@@ -242,6 +242,37 @@ __device__ void compute_distances(const T* vectors, int dim, bool vec, bool inne
   __syncwarp();
 }
 
+// The walk of a hashed graph (graph_upload_codes) reads codes: keys are Hamming distances to the
+// query's code, which search_query keeps where a vector query would be.
+struct HammingCode {};
+
+__device__ void hamming_distances(const uint32_t* codes, int words, Warp& w, int count) {
+  const uint32_t* q = reinterpret_cast<const uint32_t*>(w.query);
+  for (int c = w.lane; c < count; c += kWarp) {
+    const uint32_t* x = codes + int64_t(w.cand_row[c]) * words;
+    int d = 0;
+    if (words % 4 == 0) {
+      for (int i = 0; i < words; i += 4) {
+        const uint4 v = __ldg(reinterpret_cast<const uint4*>(x + i));
+        d += __popc(q[i] ^ v.x) + __popc(q[i + 1] ^ v.y) + __popc(q[i + 2] ^ v.z) + __popc(q[i + 3] ^ v.w);
+      }
+    } else {
+      for (int i = 0; i < words; ++i) d += __popc(q[i] ^ __ldg(x + i));
+    }
+    w.cand_key[c] = float(d);
+  }
+  __syncwarp();
+}
+
+template <int kTeam, typename T>
+__device__ void walk_distances(const SearchArgs& a, Warp& w, int count) {
+  if constexpr (std::is_same_v<T, HammingCode>)
+    hamming_distances(static_cast<const uint32_t*>(a.walk_vectors), a.dim, w, count);
+  else
+    compute_distances<kTeam, T>(static_cast<const T*>(a.walk_vectors), a.dim, a.vec_walk, a.inner_product, w,
+                                count);
+}
+
 // Clears the visited table and puts the queue's rows back in it.
 __device__ void rebuild_table(Warp& w) {
   for (int s = w.lane; s < w.table_size; s += kWarp) w.table[s] = kEmptySlot;
@@ -382,7 +413,10 @@ __device__ void search_query(const SearchArgs& a, Warp& w, int32_t* picked_row, 
   w.cur = 0;
   w.occupied = 0;
 
-  for (int d = w.lane; d < L.dim_padded; d += kWarp) w.query[d] = d < a.dim ? a.queries[q * a.dim + d] : 0.0f;
+  // Copied as 4-byte words: a hashed walk's queries are codes.
+  const uint32_t* query = reinterpret_cast<const uint32_t*>(a.queries) + q * a.dim;
+  uint32_t* query_words = reinterpret_cast<uint32_t*>(w.query);
+  for (int d = w.lane; d < L.dim_padded; d += kWarp) query_words[d] = d < a.dim ? query[d] : 0u;
   for (int i = w.lane; i < L.width; i += kWarp) {
     w.key(0)[i] = __int_as_float(0x7f800000);  // +inf
     w.row(0)[i] = kNoRow;
@@ -390,13 +424,12 @@ __device__ void search_query(const SearchArgs& a, Warp& w, int32_t* picked_row, 
   for (int s = w.lane; s < L.table; s += kWarp) w.table[s] = kEmptySlot;
   __syncwarp();
 
-  const T* walk = static_cast<const T*>(a.walk_vectors);
   // The entry points, in batches of the candidate arrays.
   for (int e0 = 0; e0 < a.entry_count; e0 += L.candidates) {
     const int count = min(L.candidates, a.entry_count - e0);
     for (int i = w.lane; i < count; i += kWarp) w.cand_row[i] = a.entries[e0 + i];
     __syncwarp();
-    compute_distances<kTeam, T>(walk, a.dim, a.vec_walk, a.inner_product, w, count);
+    walk_distances<kTeam, T>(a, w, count);
     merge_candidates(w, count);
   }
 
@@ -433,10 +466,10 @@ __device__ void search_query(const SearchArgs& a, Warp& w, int32_t* picked_row, 
     }
     __syncwarp();
     // 2. bulk distances, 3. maintenance.
-    compute_distances<kTeam, T>(walk, a.dim, a.vec_walk, a.inner_product, w, count);
+    walk_distances<kTeam, T>(a, w, count);
     merge_candidates(w, count);
   }
-  if constexpr (!std::is_same_v<T, float>) rerank_queue<kTeam>(a, w);
+  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) rerank_queue<kTeam>(a, w);
 
   // The first k allowed entries are the results.
   int written = 0;
@@ -520,8 +553,32 @@ int next_power_of_two(int64_t x) {
 
 }  // namespace
 
-void graph_search(Resources& resources, const GraphDevice& graph, int64_t nq, const float* queries, int64_t k,
-                  const GraphSearchOptions& options, float* distances, int64_t* ids) {
+namespace {
+
+// Which walk a search runs: the kernel and what it reads (chosen inside the search's Session, where
+// the 16-bit copy may be made).
+struct Walk {
+  KernelFn kernel;
+  const void* data;
+  bool vec;
+};
+using PickWalk = Walk (*)(Resources& resources, const GraphDevice& graph, const GraphSearchOptions& options);
+
+Walk vector_walk(Resources& resources, const GraphDevice& graph, const GraphSearchOptions& options) {
+  const int team = team_size(graph.dim);
+  if (!options.half_walk) return {kernel_for_team<float>(team), graph.vectors.get(), graph.dim % 4 == 0};
+  bool bf16 = false;
+  const uint16_t* half = graph_half_vectors(resources, graph, &bf16);
+  return {bf16 ? kernel_for_team<__nv_bfloat16>(team) : kernel_for_team<__half>(team), half, graph.dim % 8 == 0};
+}
+
+Walk code_walk(Resources&, const GraphDevice& graph, const GraphSearchOptions&) {
+  return {graph_search_kernel<kWarp, HammingCode>, graph.codes.get(), false};
+}
+
+// queries: nq x graph.dim 4-byte words (floats or codes); distances may be null (not wanted).
+void run_search(Resources& resources, const GraphDevice& graph, int64_t nq, const void* queries, int64_t k,
+                const GraphSearchOptions& options, PickWalk pick, float* distances, int64_t* ids) {
   DeviceScope device_scope(resources.device());
   require(graph.device == resources.device(), "the graph lives on device ", graph.device, ", the resources on ",
           resources.device());
@@ -536,7 +593,7 @@ void graph_search(Resources& resources, const GraphDevice& graph, int64_t nq, co
   require(options.probes * graph.degree <= kMaxCandidates, "probes x degree = ", options.probes * graph.degree,
           " is above ", kMaxCandidates);
   if (nq == 0) return;
-  require(queries != nullptr && distances != nullptr && ids != nullptr, "queries and outputs must not be null");
+  require(queries != nullptr && ids != nullptr, "queries and ids must not be null");
 
   SearchArgs a{};
   a.layout.dim_padded = int((graph.dim + 3) / 4 * 4);
@@ -552,21 +609,15 @@ void graph_search(Resources& resources, const GraphDevice& graph, int64_t nq, co
   const int64_t shared_bytes = warp_bytes * warps;
 
   Session session(resources);
-  const int team = team_size(graph.dim);
-  KernelFn kernel = kernel_for_team<float>(team);
-  a.walk_vectors = graph.vectors.get();
-  a.vec_walk = graph.dim % 4 == 0;
-  if (options.half_walk) {
-    bool bf16 = false;
-    a.walk_vectors = graph_half_vectors(resources, graph, &bf16);
-    a.vec_walk = graph.dim % 8 == 0;
-    kernel = bf16 ? kernel_for_team<__nv_bfloat16>(team) : kernel_for_team<__half>(team);
-  }
+  const Walk walk = pick(resources, graph, options);
+  const KernelFn kernel = walk.kernel;
+  a.walk_vectors = walk.data;
+  a.vec_walk = walk.vec;
   cudaStream_t stream = resources.stream(0);
   DevicePool& pool = resources.pool();
   const int device = resources.device();
   PoolBuffer<float> q_dev(pool, nq * graph.dim);
-  copy_to_device(resources.staging(), device, q_dev.get(), queries, size_t(nq * graph.dim) * sizeof(float), stream);
+  copy_to_device(resources.staging(), device, q_dev.get(), queries, size_t(nq * graph.dim) * 4, stream);
   PoolBuffer<uint8_t> filter;
   if (options.filter.bits != nullptr) {
     const int64_t bytes = (options.filter.nbits + 7) / 8;
@@ -604,9 +655,27 @@ void graph_search(Resources& resources, const GraphDevice& graph, int64_t nq, co
       std::min<int64_t>((nq + warps - 1) / warps, int64_t(std::max(per_sm, 1)) * resources.limits().sm_count);
   kernel<<<unsigned(blocks), unsigned(warps * kWarp), size_t(shared_bytes), stream>>>(a);
   QV_LAUNCH_CHECK("graph_search_kernel");
-  copy_from_device(resources.staging(), device, distances, d_dev.get(), size_t(nq * k) * sizeof(float), stream);
+  if (distances != nullptr)
+    copy_from_device(resources.staging(), device, distances, d_dev.get(), size_t(nq * k) * sizeof(float), stream);
   copy_from_device(resources.staging(), device, ids, i_dev.get(), size_t(nq * k) * sizeof(int64_t), stream);
   session.finish();
+}
+
+}  // namespace
+
+void graph_search(Resources& resources, const GraphDevice& graph, int64_t nq, const float* queries, int64_t k,
+                  const GraphSearchOptions& options, float* distances, int64_t* ids) {
+  require(graph.codes.size() == 0, "the graph holds hash codes: search it with graph_search_codes");
+  run_search(resources, graph, nq, queries, k, options, vector_walk, distances, ids);
+}
+
+void graph_search_codes(Resources& resources, const GraphDevice& graph, int64_t nq, const uint32_t* query_codes,
+                        const GraphSearchOptions& options, int64_t* rows) {
+  require(graph.codes.size() > 0 || graph.rows == 0, "the graph holds vectors: search it with graph_search");
+  require(options.filter.bits == nullptr && !options.half_walk, "a hashed walk takes no filter and no half walk");
+  const int64_t width = options.search_width;
+  // The walk's Hamming distances are of no use to the caller, who re-ranks exactly.
+  run_search(resources, graph, nq, query_codes, width, options, code_walk, nullptr, rows);
 }
 
 }  // namespace quiver::gpu

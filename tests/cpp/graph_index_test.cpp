@@ -309,10 +309,16 @@ TEST_F(GraphIndexL2, CorruptGraphsAreRefused) {
 
 TEST_F(GraphIndexL2, BadInputLeavesTheIndexUnchanged) {
   for (const char* d : {"Graph1", "Graph1025", "Graph", "Graphx", "Graph32,", "Graph32,K8", "Graph32,K3000",
-                        "Graph32,K64,K64", "Graph32,R4", "Graph032x"})
+                        "Graph32,K64,K64", "Graph32,R4", "Graph032x", "Graph32,H0", "Graph32,H48",
+                        "Graph32,H1056", "Graph32,H256,K64", "Graph32,H256,H256", "Graph32,H"})
     EXPECT_EQ(status_of([&] { create_index(context_, d, kDim, Metric::l2); }), Status::invalid_argument) << d;
   EXPECT_EQ(parse_graph_descriptor("Graph32").knn_k, 64);
   EXPECT_EQ(parse_graph_descriptor("Graph32,K40").knn_k, 40);
+  EXPECT_EQ(parse_graph_descriptor("Graph32").hash_bits, 0);
+  EXPECT_EQ(parse_graph_descriptor("Graph32,H256").hash_bits, 256);
+  const GraphSpec both = parse_graph_descriptor("Graph32,K40,H64");
+  EXPECT_EQ(both.knn_k, 40);
+  EXPECT_EQ(both.hash_bits, 64);
 
   auto graph = create_index(context_, "Graph16", kDim, Metric::l2);
   std::vector<float> d(kK), one(kDim, 1.0f);

@@ -119,5 +119,60 @@ TEST(GpuGraphIndex, SearchesOnTheDeviceAsWellAsTheCpu) {
   qv_context_free(cpu);
 }
 
+// SONG's hashing mode: the device holds 256-bit codes, not the vectors; the walk's candidates are
+// re-ranked exactly on the host, so distances are exact and a wide queue finds nearly every
+// neighbour; filters, removals and a reload behave as with vectors on the device.
+TEST(GpuGraphIndex, HashedWalkReranksFromHostMemory) {
+  QV_REQUIRE_GPU();
+  qv_context_t* gpu = make_context(QV_DEVICE_CUDA);
+  qv_context_t* cpu = make_context(QV_DEVICE_CPU);
+  const auto x = uniform_vectors(kN, kDim, 31), q = uniform_vectors(kNq, kDim, 32);
+  std::vector<int64_t> ids(kN);
+  for (int64_t i = 0; i < kN; ++i) ids[i] = 7 * i + 1;
+  qv_index_t* hashed = filled(gpu, "Graph16,H256", x, ids.data());
+  qv_index_t* flat = filled(cpu, "Flat", x, ids.data());
+  qv_index_info_t info;
+  qv_index_info_init(&info);
+  ASSERT_EQ(qv_index_info(hashed, &info), QV_OK);
+  EXPECT_EQ(info.device, QV_DEVICE_CUDA);
+  // Codes (32 bytes a row) and the graph (64 bytes a row) with ids, no vectors (96 bytes a row).
+  EXPECT_LT(info.device_bytes, int64_t(kN * (32 + 64 + 8 + 16)));
+
+  const Found truth = search(flat, q, 0);
+  const Found wide = search(hashed, q, 256);
+  EXPECT_GE(recall(wide, truth), 0.9);
+  for (size_t i = 0; i < wide.ids.size(); ++i) {
+    const auto at = std::find(truth.ids.begin() + i / kK * kK, truth.ids.begin() + i / kK * kK + kK, wide.ids[i]);
+    if (at == truth.ids.begin() + i / kK * kK + kK) continue;
+    const float want = truth.distances[at - truth.ids.begin()];  // exact up to summation order
+    EXPECT_NEAR(wide.distances[i], want, 1e-5f * (1 + want));
+  }
+  EXPECT_GE(recall(search(hashed, q, 1024), truth), recall(search(hashed, q, 32), truth));
+
+  std::vector<uint8_t> bits((7 * kN + 1) / 8 + 1, 0);
+  for (int64_t i = 0; i < kN; i += 3) bits[ids[i] / 8] |= uint8_t(1u << (ids[i] % 8));
+  for (int64_t id : search(hashed, q, 128, bits.data(), int64_t(bits.size()) * 8).ids)
+    EXPECT_TRUE(id >= 0 && (id - 1) / 7 % 3 == 0) << id;
+
+  void* data = nullptr;
+  size_t size = 0;
+  ASSERT_EQ(qv_index_save_buffer(hashed, &data, &size), QV_OK);
+  qv_index_t* reloaded = nullptr;
+  ASSERT_EQ(qv_index_load_buffer(gpu, data, size, &reloaded), QV_OK) << qv_last_error_message();
+  qv_buffer_free(data);
+  EXPECT_EQ(search(reloaded, q, 256).ids, wide.ids);
+
+  const int64_t gone[] = {ids[0], ids[5], ids[9]};
+  ASSERT_EQ(qv_index_remove(hashed, 3, gone, nullptr), QV_OK);
+  for (int64_t id : search(hashed, q, 256).ids)
+    for (int64_t g : gone) EXPECT_NE(id, g);
+
+  qv_index_free(hashed);
+  qv_index_free(reloaded);
+  qv_index_free(flat);
+  qv_context_free(gpu);
+  qv_context_free(cpu);
+}
+
 }  // namespace
 }  // namespace quiver::testing
