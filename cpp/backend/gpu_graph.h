@@ -64,6 +64,10 @@ struct GraphSearchOptions {
   // bytes a distance reads. The queue's rows are then re-ranked with float32 distances, so the
   // distances returned are exact.
   bool half_walk = false;
+  // Warps searching one query together (1 .. 16; 0: automatic, several only for batches smaller
+  // than the device's SM count): they share each expansion's distances, which shortens one query's
+  // chain of dependent expansions (batch-1 latency) and leaves results unchanged.
+  int64_t warps_per_query = 0;
   // Rows that may be returned (traversal goes through every row).
   RowFilter filter;
 };

@@ -45,6 +45,8 @@ constexpr int32_t kDeletedSlot = -2;         // visited table: a row deleted (pr
 constexpr int kMaxWarpsPerBlock = 4;
 // Blocks the register budget must let stay on one SM (occupancy: a warp's walk waits on memory).
 constexpr int kMinBlocksPerSm = 8;
+// Most warps a crew (graph_search_crew_kernel) puts on one query.
+constexpr int kMaxCrew = 16;
 // Candidates of one iteration (probes x degree) the shared arrays hold.
 constexpr int64_t kMaxCandidates = 256;
 constexpr int64_t kStaticSharedReserve = 1024;
@@ -145,6 +147,14 @@ struct Warp {
   uint32_t* kept_row;
   int32_t* table;
   int width, candidates, table_size, cur, occupied, lane;
+  // The warps searching this query together (1, or a block's warps) and this warp's place among
+  // them: all compute distances, warp 0 alone keeps the queue and the visited table.
+  int crew, rank;
+  // Waits for the crew between the stages (the whole block when several warps share a query).
+  __device__ void crew_sync() const {
+    if (crew > 1) __syncthreads();
+    else __syncwarp();
+  }
 };
 
 // 16-byte loads of the element types the walk reads, kept raw (fewer registers) and widened to
@@ -195,8 +205,8 @@ template <int kTeam, typename T>
 __device__ void compute_distances(const T* vectors, int dim, bool vec, bool inner_product, Warp& w, int count) {
   constexpr int kTeams = kWarp / kTeam;
   constexpr int P = Elements<T>::kPerLoad, kLoads = Elements<T>::kLoads;
-  const int member = w.lane % kTeam, team = w.lane / kTeam;
-  for (int c0 = 0; c0 < count; c0 += kTeams) {
+  const int member = w.lane % kTeam, team = w.rank * kTeams + w.lane / kTeam;
+  for (int c0 = 0; c0 < count; c0 += kTeams * w.crew) {
     const int c = c0 + team;
     float sums[kLoads] = {};
     if (c < count) {
@@ -248,7 +258,7 @@ struct HammingCode {};
 
 __device__ void hamming_distances(const uint32_t* codes, int words, Warp& w, int count) {
   const uint32_t* q = reinterpret_cast<const uint32_t*>(w.query);
-  for (int c = w.lane; c < count; c += kWarp) {
+  for (int c = w.rank * kWarp + w.lane; c < count; c += kWarp * w.crew) {
     const uint32_t* x = codes + int64_t(w.cand_row[c]) * words;
     int d = 0;
     if (words % 4 == 0) {
@@ -386,7 +396,10 @@ __device__ void rerank_queue(const SearchArgs& a, Warp& w) {
     const int count = min(w.candidates, filled - i0);
     for (int j = w.lane; j < count; j += kWarp) w.cand_row[j] = int32_t(row[i0 + j] & ~kExpanded);
     __syncwarp();
-    compute_distances<kTeam, float>(a.vectors, a.dim, a.vec_exact, a.inner_product, w, count);
+    Warp alone = w;  // the leader re-ranks by itself
+    alone.crew = 1;
+    alone.rank = 0;
+    compute_distances<kTeam, float>(a.vectors, a.dim, a.vec_exact, a.inner_product, alone, count);
     for (int j = w.lane; j < count; j += kWarp) w.key(next)[i0 + j] = w.cand_key[j];
     __syncwarp();
   }
@@ -406,69 +419,84 @@ __device__ void rerank_queue(const SearchArgs& a, Warp& w) {
   __syncwarp();
 }
 
-// One query's whole search, by one warp.
+// One query's whole search, by a crew of warps (w.crew, see Warp): `picked_row` and `count` are the
+// crew's shared scratch.
 template <int kTeam, typename T>
-__device__ void search_query(const SearchArgs& a, Warp& w, int32_t* picked_row, int64_t q) {
+__device__ void search_query(const SearchArgs& a, Warp& w, int32_t* picked_row, int* count, int64_t q) {
   const WarpLayout& L = a.layout;
-  w.cur = 0;
-  w.occupied = 0;
-
+  const bool leader = w.rank == 0;
   // Copied as 4-byte words: a hashed walk's queries are codes.
   const uint32_t* query = reinterpret_cast<const uint32_t*>(a.queries) + q * a.dim;
   uint32_t* query_words = reinterpret_cast<uint32_t*>(w.query);
-  for (int d = w.lane; d < L.dim_padded; d += kWarp) query_words[d] = d < a.dim ? query[d] : 0u;
-  for (int i = w.lane; i < L.width; i += kWarp) {
-    w.key(0)[i] = __int_as_float(0x7f800000);  // +inf
-    w.row(0)[i] = kNoRow;
+  for (int d = w.rank * kWarp + w.lane; d < L.dim_padded; d += kWarp * w.crew)
+    query_words[d] = d < a.dim ? query[d] : 0u;
+  w.cur = 0;
+  w.occupied = 0;
+  if (leader) {
+    for (int i = w.lane; i < L.width; i += kWarp) {
+      w.key(0)[i] = __int_as_float(0x7f800000);  // +inf
+      w.row(0)[i] = kNoRow;
+    }
+    for (int s = w.lane; s < L.table; s += kWarp) w.table[s] = kEmptySlot;
   }
-  for (int s = w.lane; s < L.table; s += kWarp) w.table[s] = kEmptySlot;
-  __syncwarp();
+  w.crew_sync();
 
   // The entry points, in batches of the candidate arrays.
   for (int e0 = 0; e0 < a.entry_count; e0 += L.candidates) {
-    const int count = min(L.candidates, a.entry_count - e0);
-    for (int i = w.lane; i < count; i += kWarp) w.cand_row[i] = a.entries[e0 + i];
-    __syncwarp();
-    walk_distances<kTeam, T>(a, w, count);
-    merge_candidates(w, count);
+    const int n = min(L.candidates, a.entry_count - e0);
+    if (leader)
+      for (int i = w.lane; i < n; i += kWarp) w.cand_row[i] = a.entries[e0 + i];
+    w.crew_sync();
+    walk_distances<kTeam, T>(a, w, n);
+    w.crew_sync();
+    if (leader) merge_candidates(w, n);
   }
 
   while (true) {
-    // 1. candidate locating: the best unexpanded entries.
-    int picked = 0;
-    for (int i0 = 0; i0 < L.width && picked < a.probes; i0 += kWarp) {
-      const int i = i0 + w.lane;
-      const uint32_t r = i < L.width ? w.row(w.cur)[i] : kNoRow;
-      unsigned mask = __ballot_sync(kFullMask, r != kNoRow && (r & kExpanded) == 0);
-      while (mask != 0 && picked < a.probes) {
-        const int src = __ffs(mask) - 1;
-        mask &= mask - 1;
-        if (w.lane == src) {
-          picked_row[picked] = int32_t(r);
-          w.row(w.cur)[i] = r | kExpanded;
+    if (leader) {
+      // 1. candidate locating: the best unexpanded entries and their unvisited neighbours.
+      int picked = 0;
+      for (int i0 = 0; i0 < L.width && picked < a.probes; i0 += kWarp) {
+        const int i = i0 + w.lane;
+        const uint32_t r = i < L.width ? w.row(w.cur)[i] : kNoRow;
+        unsigned mask = __ballot_sync(kFullMask, r != kNoRow && (r & kExpanded) == 0);
+        while (mask != 0 && picked < a.probes) {
+          const int src = __ffs(mask) - 1;
+          mask &= mask - 1;
+          if (w.lane == src) {
+            picked_row[picked] = int32_t(r);
+            w.row(w.cur)[i] = r | kExpanded;
+          }
+          ++picked;
         }
-        ++picked;
       }
+      __syncwarp();
+      int found = -1;  // -1: every entry is expanded, the search is over
+      if (picked > 0) {
+        if (w.occupied + picked * a.degree > L.table / 2) rebuild_table(w);
+        found = 0;
+        const int total = picked * a.degree;
+        for (int j0 = 0; j0 < total; j0 += kWarp) {
+          const int j = j0 + w.lane;
+          int32_t nb = -1;
+          if (j < total) nb = __ldg(a.adjacency + int64_t(picked_row[j / a.degree]) * a.degree + j % a.degree);
+          const bool fresh = nb >= 0 && !table_contains(w.table, L.table, nb);
+          const unsigned mask = __ballot_sync(kFullMask, fresh);
+          if (fresh) w.cand_row[found + __popc(mask & lanes_below())] = nb;
+          found += __popc(mask);
+        }
+      }
+      if (w.lane == 0) *count = found;
     }
-    __syncwarp();
-    if (picked == 0) break;
-    if (w.occupied + picked * a.degree > L.table / 2) rebuild_table(w);
-    int count = 0;
-    const int total = picked * a.degree;
-    for (int j0 = 0; j0 < total; j0 += kWarp) {
-      const int j = j0 + w.lane;
-      int32_t nb = -1;
-      if (j < total) nb = __ldg(a.adjacency + int64_t(picked_row[j / a.degree]) * a.degree + j % a.degree);
-      const bool fresh = nb >= 0 && !table_contains(w.table, L.table, nb);
-      const unsigned mask = __ballot_sync(kFullMask, fresh);
-      if (fresh) w.cand_row[count + __popc(mask & lanes_below())] = nb;
-      count += __popc(mask);
-    }
-    __syncwarp();
-    // 2. bulk distances, 3. maintenance.
-    walk_distances<kTeam, T>(a, w, count);
-    merge_candidates(w, count);
+    w.crew_sync();
+    const int n = *count;
+    if (n < 0) break;
+    // 2. bulk distances (the whole crew), 3. maintenance (the leader).
+    walk_distances<kTeam, T>(a, w, n);
+    w.crew_sync();
+    if (leader) merge_candidates(w, n);
   }
+  if (!leader) return;
   if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) rerank_queue<kTeam>(a, w);
 
   // The first k allowed entries are the results.
@@ -495,17 +523,12 @@ __device__ void search_query(const SearchArgs& a, Warp& w, int32_t* picked_row, 
   __syncwarp();  // the next query overwrites what the lanes read here
 }
 
-// Persistent warps: each takes the next query when it is done with one (walk lengths vary, so this
-// keeps every warp busy to the end instead of waiting for the slowest warp of its block).
-template <int kTeam, typename T>
-__global__ void __launch_bounds__(kMaxWarpsPerBlock * kWarp, kMinBlocksPerSm) graph_search_kernel(SearchArgs a) {
-  extern __shared__ __align__(16) float shared[];
-  __shared__ int32_t picked_rows[kMaxWarpsPerBlock][kMaxProbes];
-  const int warp_in_block = threadIdx.x / kWarp;
-  const WarpLayout& L = a.layout;
-  float* base = shared + int64_t(warp_in_block) * L.words();
+// A warp's view of its query's shared memory at `base`.
+__device__ Warp warp_view(const WarpLayout& L, float* base, int crew, int rank) {
   Warp w;
   w.lane = threadIdx.x % kWarp;
+  w.crew = crew;
+  w.rank = rank;
   w.width = L.width;
   w.candidates = L.candidates;
   w.table_size = L.table;
@@ -517,24 +540,59 @@ __global__ void __launch_bounds__(kMaxWarpsPerBlock * kWarp, kMinBlocksPerSm) gr
   w.kept_key = reinterpret_cast<float*>(w.cand_row + L.candidates);
   w.kept_row = reinterpret_cast<uint32_t*>(w.kept_key + L.candidates);
   w.table = reinterpret_cast<int32_t*>(w.kept_row + L.candidates);
+  return w;
+}
+
+// Persistent warps: each takes the next query when it is done with one (walk lengths vary, so this
+// keeps every warp busy to the end instead of waiting for the slowest warp of its block).
+template <int kTeam, typename T>
+__global__ void __launch_bounds__(kMaxWarpsPerBlock * kWarp, kMinBlocksPerSm) graph_search_kernel(SearchArgs a) {
+  extern __shared__ __align__(16) float shared[];
+  __shared__ int32_t picked_rows[kMaxWarpsPerBlock][kMaxProbes];
+  __shared__ int counts[kMaxWarpsPerBlock];
+  const int warp_in_block = threadIdx.x / kWarp;
+  Warp w = warp_view(a.layout, shared + int64_t(warp_in_block) * a.layout.words(), 1, 0);
   while (true) {
     unsigned long long q = 0;
     if (w.lane == 0) q = atomicAdd(a.next_query, 1ull);
     q = __shfl_sync(kFullMask, q, 0);
     if (q >= (unsigned long long)a.nq) return;  // the whole warp leaves
-    search_query<kTeam, T>(a, w, picked_rows[warp_in_block], int64_t(q));
+    search_query<kTeam, T>(a, w, picked_rows[warp_in_block], &counts[warp_in_block], int64_t(q));
   }
+}
+
+// Crews: a block's warps search one query together (blockIdx.x), for batches too small to fill the
+// device with one warp a query: a query alone is a chain of dependent expansions, and sharing each
+// expansion's distances among the warps shortens every link.
+template <int kTeam, typename T>
+__global__ void __launch_bounds__(kMaxCrew * kWarp) graph_search_crew_kernel(SearchArgs a) {
+  extern __shared__ __align__(16) float shared[];
+  __shared__ int32_t picked_row[kMaxProbes];
+  __shared__ int count;
+  Warp w = warp_view(a.layout, shared, blockDim.x / kWarp, threadIdx.x / kWarp);
+  search_query<kTeam, T>(a, w, picked_row, &count, blockIdx.x);
 }
 
 using KernelFn = void (*)(SearchArgs);
 
+// A walk's two kernels: persistent warps, and crews.
+struct Kernels {
+  KernelFn warp;
+  KernelFn crew;
+};
+
+template <int kTeam, typename T>
+Kernels kernels() {
+  return {graph_search_kernel<kTeam, T>, graph_search_crew_kernel<kTeam, T>};
+}
+
 template <typename T>
-KernelFn kernel_for_team(int team) {
+Kernels kernels_for_team(int team) {
   switch (team) {
-    case 4: return graph_search_kernel<4, T>;
-    case 8: return graph_search_kernel<8, T>;
-    case 16: return graph_search_kernel<16, T>;
-    default: return graph_search_kernel<32, T>;
+    case 4: return kernels<4, T>();
+    case 8: return kernels<8, T>();
+    case 16: return kernels<16, T>();
+    default: return kernels<32, T>();
   }
 }
 
@@ -558,7 +616,8 @@ namespace {
 // Which walk a search runs: the kernel and what it reads (chosen inside the search's Session, where
 // the 16-bit copy may be made).
 struct Walk {
-  KernelFn kernel;
+  Kernels kernels;
+  int team;  // lanes a distance takes
   const void* data;
   bool vec;
 };
@@ -566,14 +625,24 @@ using PickWalk = Walk (*)(Resources& resources, const GraphDevice& graph, const 
 
 Walk vector_walk(Resources& resources, const GraphDevice& graph, const GraphSearchOptions& options) {
   const int team = team_size(graph.dim);
-  if (!options.half_walk) return {kernel_for_team<float>(team), graph.vectors.get(), graph.dim % 4 == 0};
+  if (!options.half_walk) return {kernels_for_team<float>(team), team, graph.vectors.get(), graph.dim % 4 == 0};
   bool bf16 = false;
   const uint16_t* half = graph_half_vectors(resources, graph, &bf16);
-  return {bf16 ? kernel_for_team<__nv_bfloat16>(team) : kernel_for_team<__half>(team), half, graph.dim % 8 == 0};
+  return {bf16 ? kernels_for_team<__nv_bfloat16>(team) : kernels_for_team<__half>(team), team, half,
+          graph.dim % 8 == 0};
 }
 
 Walk code_walk(Resources&, const GraphDevice& graph, const GraphSearchOptions&) {
-  return {graph_search_kernel<kWarp, HammingCode>, graph.codes.get(), false};
+  return {kernels<kWarp, HammingCode>(), 1, graph.codes.get(), false};  // a lane a code
+}
+
+// Warps a query gets: options.warps_per_query, or automatically a crew when the batch leaves most of
+// the device idle (fewer queries than SMs): enough warps for every candidate of an expansion at once.
+int crew_size(const GraphSearchOptions& options, int64_t nq, int team, int candidates, int sm_count) {
+  if (options.warps_per_query > 0) return int(options.warps_per_query);
+  if (nq >= sm_count) return 1;
+  const int per_warp = kWarp / team;
+  return std::clamp((candidates + per_warp - 1) / per_warp, 1, kMaxCrew);
 }
 
 // queries: nq x graph.dim 4-byte words (floats or codes); distances may be null (not wanted).
@@ -592,6 +661,8 @@ void run_search(Resources& resources, const GraphDevice& graph, int64_t nq, cons
           kMaxProbes);
   require(options.probes * graph.degree <= kMaxCandidates, "probes x degree = ", options.probes * graph.degree,
           " is above ", kMaxCandidates);
+  require(options.warps_per_query >= 0 && options.warps_per_query <= kMaxCrew, "warps_per_query = ",
+          options.warps_per_query, " is outside 0 .. ", kMaxCrew);
   if (nq == 0) return;
   require(queries != nullptr && ids != nullptr, "queries and ids must not be null");
 
@@ -605,12 +676,14 @@ void run_search(Resources& resources, const GraphDevice& graph, int64_t nq, cons
   const int64_t max_shared = resources.limits().max_shared_bytes - kStaticSharedReserve;
   require(warp_bytes <= max_shared, "search_width = ", options.search_width, " needs ", warp_bytes,
           " bytes of shared memory per query, above the device's ", max_shared);
-  const int warps = int(std::clamp<int64_t>(max_shared / warp_bytes, 1, kMaxWarpsPerBlock));
-  const int64_t shared_bytes = warp_bytes * warps;
 
   Session session(resources);
   const Walk walk = pick(resources, graph, options);
-  const KernelFn kernel = walk.kernel;
+  const int crew = crew_size(options, nq, walk.team, a.layout.candidates, resources.limits().sm_count);
+  const KernelFn kernel = crew > 1 ? walk.kernels.crew : walk.kernels.warp;
+  // Persistent warps: as many a block as the shared memory allows; a crew: one query's memory.
+  const int warps = crew > 1 ? crew : int(std::clamp<int64_t>(max_shared / warp_bytes, 1, kMaxWarpsPerBlock));
+  const int64_t shared_bytes = crew > 1 ? warp_bytes : warp_bytes * warps;
   a.walk_vectors = walk.data;
   a.vec_walk = walk.vec;
   cudaStream_t stream = resources.stream(0);
@@ -648,11 +721,14 @@ void run_search(Resources& resources, const GraphDevice& graph, int64_t nq, cons
   a.ids = i_dev.get();
   a.next_query = next_query.get();
   QV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared_bytes)));
-  // As many blocks as stay resident at once (persistent warps), fewer for small batches.
-  int per_sm = 0;
-  QV_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, warps * kWarp, size_t(shared_bytes)));
-  const int64_t blocks =
-      std::min<int64_t>((nq + warps - 1) / warps, int64_t(std::max(per_sm, 1)) * resources.limits().sm_count);
+  int64_t blocks = nq;  // a crew: a block a query
+  if (crew == 1) {
+    // As many blocks as stay resident at once (persistent warps), fewer for small batches.
+    int per_sm = 0;
+    QV_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, warps * kWarp, size_t(shared_bytes)));
+    blocks = std::min<int64_t>((nq + warps - 1) / warps, int64_t(std::max(per_sm, 1)) * resources.limits().sm_count);
+  }
   kernel<<<unsigned(blocks), unsigned(warps * kWarp), size_t(shared_bytes), stream>>>(a);
   QV_LAUNCH_CHECK("graph_search_kernel");
   if (distances != nullptr)

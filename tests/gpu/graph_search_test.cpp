@@ -91,13 +91,17 @@ TEST(GpuGraphSearch, WideQueueIsExactOnConnectedGraphs) {
     const int32_t entry = int32_t(c.n / 2);
     gpu::graph_upload(shared_resources(), *graph, c.n, x.data(), c.degree, adjacency.data(), row_ids.data(), &entry,
                       1);
-    // Small integers are exact in float16 too: the half-precision walk gives the same answers.
-    for (bool half : {false, true}) {
-      SCOPED_TRACE(half ? "half walk" : "float32 walk");
+    // Small integers are exact in float16 too: the half-precision walk gives the same answers; so
+    // do crews (several warps a query: automatic for this small batch, or three).
+    for (int variant = 0; variant < 4; ++variant) {
+      const bool half = variant == 1;
+      const int64_t warps = variant == 2 ? 0 : variant == 3 ? 3 : 1;
+      SCOPED_TRACE(::testing::Message() << (half ? "half walk" : "float32 walk") << ", warps a query " << warps);
       gpu::GraphSearchOptions options;
       options.search_width = std::max<int64_t>(c.n, c.k);
       options.probes = c.probes;
       options.half_walk = half;
+      options.warps_per_query = warps;
       const Neighbours got = search(*graph, q, c.dim, c.k, options);
       const Neighbours want = brute_force(c.l2, x, q, c.dim, c.k, nullptr, &row_ids);
       EXPECT_EQ(got.ids, want.ids);
@@ -127,13 +131,15 @@ void expect_narrow_queues_find_most_neighbours(float scale) {
   gpu::graph_upload(shared_resources(), *graph, n, x.data(), degree, adjacency.data(), nullptr, entries.data(),
                     int64_t(entries.size()));
   const Neighbours want = brute_force(true, x, q, dim, k, nullptr, nullptr);
-  for (bool half : {false, true}) {
-    SCOPED_TRACE(half ? "half walk" : "float32 walk");
+  for (int variant = 0; variant < 3; ++variant) {
+    const bool half = variant == 1;
+    SCOPED_TRACE(::testing::Message() << (half ? "half walk" : "float32 walk") << (variant == 2 ? ", crews" : ""));
     double previous = 0;
     for (int64_t width : {16, 64, 256}) {
       gpu::GraphSearchOptions options;
       options.search_width = width;
       options.half_walk = half;
+      options.warps_per_query = variant == 2 ? 8 : 1;
       const Neighbours got = search(*graph, q, dim, k, options);
       int64_t found = 0;
       for (int64_t i = 0; i < nq; ++i)
@@ -183,6 +189,9 @@ TEST(GpuGraphSearch, RejectsBadArguments) {
   options.search_width = 2;
   EXPECT_THROW(gpu::graph_search(resources, *graph, 1, x.data(), 3, options, d, ids), Error);  // k > width
   options.probes = 0;
+  EXPECT_THROW(gpu::graph_search(resources, *graph, 1, x.data(), 1, options, d, ids), Error);
+  options.probes = 1;
+  options.warps_per_query = 17;
   EXPECT_THROW(gpu::graph_search(resources, *graph, 1, x.data(), 1, options, d, ids), Error);
   EXPECT_THROW(gpu::make_graph(resources, 4, Metric::cosine), Error);
 }
