@@ -90,13 +90,21 @@ ReducedSpace reduce_for_build(ThreadPool& pool, const float* x, int64_t n, int64
     }
 
   space.dim = kept;
-  space.vectors.resize(static_cast<size_t>(n * kept));
-  const int64_t tasks = (n + kRowsPerTask - 1) / kRowsPerTask;
-  pool.parallel_for(tasks, [&](int64_t t) {
-    const int64_t first = t * kRowsPerTask, count = std::min(kRowsPerTask, n - first);
-    gemm_abt(count, kept, dim, 1.0f, x + first * dim, dim, basis.data(), dim, &space.vectors[first * kept], kept);
-  });
+  space.basis = std::move(basis);
+  space.basis_rows = n;
+  extend_reduced_space(pool, space, x, n, dim);
   return space;
+}
+
+void extend_reduced_space(ThreadPool& pool, ReducedSpace& space, const float* x, int64_t n, int64_t input_dim) {
+  const int64_t kept = space.dim, done = static_cast<int64_t>(space.vectors.size()) / kept;
+  space.vectors.resize(static_cast<size_t>(n * kept));
+  const int64_t tasks = (n - done + kRowsPerTask - 1) / kRowsPerTask;
+  pool.parallel_for(tasks, [&](int64_t t) {
+    const int64_t first = done + t * kRowsPerTask, count = std::min(kRowsPerTask, n - first);
+    gemm_abt(count, kept, input_dim, 1.0f, x + first * input_dim, input_dim, space.basis.data(), input_dim,
+             &space.vectors[first * kept], kept);
+  });
 }
 
 }  // namespace quiver

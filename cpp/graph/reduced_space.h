@@ -17,6 +17,8 @@ class ThreadPool;
 struct ReducedSpace {
   int64_t dim = 0;             // 0: no reduction (the vectors are narrow enough)
   std::vector<float> vectors;  // n x dim
+  std::vector<float> basis;    // dim x the input's dim: the directions, one a row
+  int64_t basis_rows = 0;      // the rows of the input the directions were found from
 };
 
 // Vectors of at least this many floats are reduced...
@@ -29,5 +31,8 @@ constexpr int64_t kReducedDim = 128;
 // step; deterministic for a seed whatever the thread count. dim < kMinReducedInputDim: an empty
 // space.
 ReducedSpace reduce_for_build(ThreadPool& pool, const float* x, int64_t n, int64_t dim, uint64_t seed);
+
+// Projects rows [space.vectors' rows, n) of x (n x input_dim) on space's directions and appends them.
+void extend_reduced_space(ThreadPool& pool, ReducedSpace& space, const float* x, int64_t n, int64_t input_dim);
 
 }  // namespace quiver

@@ -5,6 +5,7 @@
 #include "cpp/core/error.h"
 #include "cpp/graph/graph_build.h"
 #include "cpp/graph/graph_insert.h"
+#include "cpp/graph/walk_space.h"
 #include "cpp/index/graph_payload.h"
 #include "cpp/io/bytes.h"
 
@@ -43,6 +44,8 @@ void GraphIndex::update_device_copy() {
   }
 }
 
+bool GraphIndex::cpu_walks_projection() const { return !device_copy_ && walks_projection(dim(), metric()); }
+
 bool GraphIndex::searches_on_device(int64_t k, int64_t width) const {
   return device_copy_current_ && width <= gpu::kMaxSearchWidth && k <= width &&
          spec_.degree <= gpu::kMaxGraphDegree;
@@ -58,6 +61,7 @@ GraphData GraphIndex::data() const {
   d.removed = removed_count_ > 0 ? removed_.data() : nullptr;
   d.entries = entries_.data();
   d.n_entries = static_cast<int64_t>(entries_.size());
+  d.walk = walk_.dim > 0 ? &walk_ : nullptr;
   return d;
 }
 
@@ -105,6 +109,8 @@ void GraphIndex::rebuild(int64_t n, const float* x, const int64_t* new_ids) {
   id_map.append(total, ids.data());
   BuiltGraph built = build_graph(context(), metric(), vectors.data(), total, dim(), build_params(spec_));
   std::vector<uint8_t> removed(static_cast<size_t>(total), 0);
+  ReducedSpace walk = cpu_walks_projection() ? make_walk_space(context().pool(), vectors.data(), total, dim(), metric())
+                                             : ReducedSpace{};
 
   vectors_.swap(vectors);
   std::swap(ids_, id_map);
@@ -112,6 +118,7 @@ void GraphIndex::rebuild(int64_t n, const float* x, const int64_t* new_ids) {
   removed_count_ = 0;
   graph_ = std::move(built.graph);
   entries_ = std::move(built.entries);
+  walk_ = std::move(walk);
   built_ = true;
   scratch_.clear();
   update_device_copy();
@@ -131,7 +138,12 @@ void GraphIndex::insert(int64_t n, const float* x, const int64_t* new_ids) {
   params.prune.degree = spec_.degree;
   params.width = kInsertWidthFactor * std::max<int64_t>(kDefaultGraphSearchWidth, spec_.degree);
   InsertUndo undo;
+  WalkSpaceAppend walk;
   try {
+    if (cpu_walks_projection()) {
+      walk = walk_space_append(context().pool(), walk_, vectors_.data(), first, first + n, dim(), metric());
+      if (!walk.remade) walk_.vectors.reserve(walk_.vectors.size() + walk.space.vectors.size());
+    }
     insert_rows(graph_, metric(), vectors_.data(), dim(), entries_, first,
                 removed_count_ > 0 ? removed_.data() : nullptr, params, undo);
     ids_.append(n, new_ids);
@@ -144,6 +156,7 @@ void GraphIndex::insert(int64_t n, const float* x, const int64_t* new_ids) {
     graph_.rows = first;
     throw;
   }
+  if (cpu_walks_projection()) apply_walk_space_append(walk_, std::move(walk));
   update_device_copy();
 }
 
@@ -184,7 +197,8 @@ MemoryUse GraphIndex::memory() const {
   MemoryUse use;
   use.host_bytes = static_cast<int64_t>(vectors_.capacity() * sizeof(float) + removed_.capacity() +
                                         graph_.adjacency.capacity() * sizeof(int32_t)) +
-                   ids_.memory_bytes() + scratch_.memory_bytes();
+                   ids_.memory_bytes() + scratch_.memory_bytes() +
+                   static_cast<int64_t>((walk_.vectors.capacity() + walk_.basis.capacity()) * sizeof(float));
   if (device_copy_current_) use.device_bytes = device_copy_->device_bytes();
   return use;
 }
@@ -204,6 +218,7 @@ void GraphIndex::load_payload(ByteReader& in, int64_t count) {
   graph_ = std::move(p.graph);
   entries_ = std::move(p.entries);
   built_ = graph_.rows > 0;
+  if (cpu_walks_projection()) walk_ = make_walk_space(context().pool(), vectors_.data(), graph_.rows, dim(), metric());
   scratch_.clear();
   update_device_copy();
 }

@@ -82,6 +82,8 @@ class GraphIndex final : public Index {
   // Replaces the device copy after a change of the host copy; on failure (device memory) the copy
   // is dropped and searches run on the CPU until the next change succeeds.
   void update_device_copy();
+  // Whether CPU searches walk a projection (walk_): CPU contexts, wide vectors, L2 or cosine.
+  bool cpu_walks_projection() const;
   bool searches_on_device(int64_t k, int64_t width) const;
 
   GraphSpec spec_;
@@ -93,6 +95,7 @@ class GraphIndex final : public Index {
   std::vector<int32_t> entries_;  // entry points, the medoid first
   bool built_ = false;  // a graph was built (searches of an index never added to are refused)
   mutable ScratchPool scratch_;
+  ReducedSpace walk_;  // the CPU walk's projections (graph/walk_space.h); dim 0: the walk reads vectors_
   std::unique_ptr<GraphGpuCopy> device_copy_;  // CUDA contexts only
   bool device_copy_current_ = false;
 };

@@ -10,6 +10,7 @@
 #include "cpp/core/thread_pool.h"
 #include "cpp/exact/range.h"
 #include "cpp/graph/beam_search.h"
+#include "cpp/graph/reduced_space.h"
 
 namespace quiver {
 
@@ -23,6 +24,7 @@ struct GraphData {
   const uint8_t* removed = nullptr;   // row -> tombstone; null when there are none
   const int32_t* entries = nullptr;  // where searches start
   int64_t n_entries = 0;
+  const ReducedSpace* walk = nullptr;  // the projection the walk reads (graph/walk_space.h); null: vectors
 };
 
 // Search scratch (visited sets sized to the graph) kept between calls, one per concurrent task, so
@@ -39,7 +41,9 @@ class ScratchPool {
   std::vector<std::unique_ptr<BeamScratch>> free_;
 };
 
-// k-NN of nq queries (normalised for cosine), width >= k. Results the graph search cannot fill (a
+// k-NN of nq queries (normalised for cosine), width >= k. With a walk space the walk reads the
+// projections and the 2 x width best rows it computed are re-ranked on the full vectors. Results the
+// graph search cannot fill (a
 // filter or tombstones leaving fewer than k allowed rows among those the search reached) come from
 // an exact scan of that query over every allowed row, so a query gets k results whenever k rows
 // qualify. Rows padded with id -1 and the metric's missing distance.

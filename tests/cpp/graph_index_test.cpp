@@ -274,6 +274,52 @@ TEST_F(GraphIndexL2, SaveLoadRoundTripGivesIdenticalResults) {
   EXPECT_EQ(save_to_bytes(*loaded), bytes);
 }
 
+// Wide vectors (>= 256 floats) walk their projection on 128 principal directions and re-rank on the
+// full vectors: exact distances, the recall of exact search at a wide pool, filters and tombstones
+// honoured, and the same answers after inserts and after a save and reload (the directions are a
+// function of the stored rows). Cosine walks the projection of the normalised vectors.
+TEST(GraphIndexWide, WalksAProjectionAndReranksExactly) {
+  constexpr int64_t dim = 300, n = 2500, nq = 60;
+  Context context(testing::cpu_options());
+  const auto x = clustered_vectors(n, dim, 25, 31), q = clustered_vectors(nq, dim, 25, 32);
+  for (Metric metric : {Metric::l2, Metric::cosine}) {
+    SCOPED_TRACE(metric == Metric::l2 ? "L2" : "cosine");
+    auto flat = build(context, "Flat", dim, metric, x);
+    auto graph = build(context, "Graph16", dim, metric, std::vector<float>(x.begin(), x.begin() + 2000 * dim));
+    EXPECT_GT(graph->memory().host_bytes, int64_t(2000 * (dim + 128) * 4));  // the projections are kept
+    // Inserts: the last 500 rows, in two adds (the index stays below half its size each time).
+    graph->add(250, x.data() + 2000 * dim, nullptr);
+    std::vector<int64_t> late(250);
+    for (int64_t i = 0; i < 250; ++i) late[i] = 2250 + i;
+    graph->add(250, x.data() + 2250 * dim, late.data());
+    ASSERT_EQ(graph->count(), n);
+    const Results truth = search(*flat, q, kK);
+    const Results got = search(*graph, q, kK, width(128));
+    EXPECT_GE(recall(got, truth, nq, kK), 0.97);
+    for (int64_t i = 0; i < nq * kK; ++i) {
+      const auto at = std::find(truth.ids.begin(), truth.ids.end(), got.ids[i]);
+      if (at != truth.ids.end() && (at - truth.ids.begin()) / kK == i / kK)
+        EXPECT_NEAR(got.distances[i], truth.distances[at - truth.ids.begin()], 1e-3f * (1 + std::fabs(got.distances[i])));
+    }
+    // Tombstones and a filter (even ids) stay out.
+    const int64_t gone[] = {got.ids[0], got.ids[1]};
+    graph->remove(2, gone);
+    std::vector<uint8_t> bits(n / 8 + 1, 0);
+    for (int64_t id = 0; id < n; id += 2) bits[id / 8] |= uint8_t(1u << (id % 8));
+    SearchOptions filtered = width(64);
+    filtered.filter = IdFilter{bits.data(), n};
+    for (int64_t id : search(*graph, q, kK, filtered).ids) {
+      EXPECT_TRUE(id >= 0 && id % 2 == 0) << id;
+      EXPECT_TRUE(id != gone[0] && id != gone[1]);
+    }
+    const std::vector<uint8_t> bytes = save_to_bytes(*graph);
+    auto loaded = load_from_bytes(context, bytes.data(), bytes.size());
+    const Results a = search(*graph, q, kK, width(32)), b = search(*loaded, q, kK, width(32));
+    EXPECT_EQ(a.ids, b.ids);
+    EXPECT_EQ(a.distances, b.distances);
+  }
+}
+
 // The saved bytes with one adjacency entry replaced and the checksum made right again, so only the
 // graph check can catch it.
 std::vector<uint8_t> with_neighbour(std::vector<uint8_t> bytes, const Index& index, int32_t value) {
