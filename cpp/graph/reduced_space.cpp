@@ -57,9 +57,14 @@ std::vector<float> sample_covariance(ThreadPool& pool, const float* x, int64_t n
 }  // namespace
 
 ReducedSpace reduce_for_build(ThreadPool& pool, const float* x, int64_t n, int64_t dim, uint64_t seed) {
+  if (dim < kMinReducedInputDim || n <= 0) return ReducedSpace{};
+  return principal_projection(pool, x, n, dim, kReducedDim, seed);
+}
+
+ReducedSpace principal_projection(ThreadPool& pool, const float* x, int64_t n, int64_t dim, int64_t directions,
+                                  uint64_t seed) {
   ReducedSpace space;
-  if (dim < kMinReducedInputDim || n <= 0) return space;
-  const int64_t kept = std::min(kReducedDim, dim);
+  const int64_t kept = std::min(directions, dim);
   const int64_t p = std::min(kept + kOversampling, dim);
   const std::vector<float> covariance = sample_covariance(pool, x, n, dim);
 

@@ -32,6 +32,10 @@ constexpr int64_t kReducedDim = 128;
 // space.
 ReducedSpace reduce_for_build(ThreadPool& pool, const float* x, int64_t n, int64_t dim, uint64_t seed);
 
+// The same projection on `directions` (<= dim) principal directions, whatever dim; n >= 1.
+ReducedSpace principal_projection(ThreadPool& pool, const float* x, int64_t n, int64_t dim, int64_t directions,
+                                  uint64_t seed);
+
 // Projects rows [space.vectors' rows, n) of x (n x input_dim) on space's directions and appends them.
 void extend_reduced_space(ThreadPool& pool, ReducedSpace& space, const float* x, int64_t n, int64_t input_dim);
 

@@ -17,7 +17,7 @@ bool walks_projection(int64_t dim, Metric metric) {
 
 ReducedSpace make_walk_space(ThreadPool& pool, const float* x, int64_t n, int64_t dim, Metric metric) {
   if (!walks_projection(dim, metric) || n <= 0) return ReducedSpace{};
-  ReducedSpace space = reduce_for_build(pool, x, std::min(n, kWalkBasisRows), dim, kWalkSeed);
+  ReducedSpace space = principal_projection(pool, x, std::min(n, kWalkBasisRows), dim, kReducedDim, kWalkSeed);
   extend_reduced_space(pool, space, x, n, dim);
   return space;
 }

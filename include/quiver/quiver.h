@@ -284,9 +284,14 @@ typedef struct qv_index qv_index_t;
  *                                   index lives in host memory on every device; on a CUDA context a
  *                                   copy on the device is searched there (SONG: one warp a query,
  *                                   search_width up to 1024, R up to 256; beyond those limits, or
- *                                   where the copy does not fit, the CPU searches).
- *                                   Memory: dim x 4 + R x 4 bytes a vector, its id and id index
- *                                   entry (about 48 bytes), 1 tombstone byte.
+ *                                   where the copy does not fit, the CPU searches). On the CPU,
+ *                                   vectors of 256 floats or more under L2 or cosine are walked
+ *                                   through their projection on 128 principal directions (from the
+ *                                   first 65 536 vectors) and the best 2 x search_width rows the walk
+ *                                   computed are re-ranked with exact distances.
+ *                                   Memory: dim x 4 + R x 4 bytes a vector (+ 512 for the projection
+ *                                   of wide vectors on the CPU), its id and id index entry (about 48
+ *                                   bytes), 1 tombstone byte.
  *             "Graph<R>,K<k>"       the same, building from the k-NN graph of k neighbours
  *                                   (R/2 .. 2047; default 2R): larger k, better graph, slower build.
  *             "Graph<R>[,K<k>],H<b>"  SONG's hashing mode, for vectors too large for the device: on a

@@ -104,6 +104,8 @@ TEST(FaultInjection, FlatAddAndRemove) { CheckAddAndRemove("Flat", QV_METRIC_L2,
 TEST(FaultInjection, IvfFlatAddAndRemove) { CheckAddAndRemove("IVF8,Flat", QV_METRIC_L2, 8, true); }
 TEST(FaultInjection, IvfPqAddAndRemove) { CheckAddAndRemove("IVF8,PQ4", QV_METRIC_INNER_PRODUCT, 8, true); }
 TEST(FaultInjection, GraphAddAndRemove) { CheckAddAndRemove("Graph8", QV_METRIC_L2, 8, false); }
+// Wide vectors: the CPU walk's projection is made again or extended with each add.
+TEST(FaultInjection, WideGraphAddAndRemove) { CheckAddAndRemove("Graph8", QV_METRIC_L2, 256, false); }
 TEST(FaultInjection, ListOfClustersAddAndRemove) { CheckAddAndRemove("LC8", QV_METRIC_L1, 8, false); }
 TEST(FaultInjection, SssAddAndRemove) { CheckAddAndRemove("SSS0.5", QV_METRIC_LINF, 8, false); }
 
