@@ -1,6 +1,8 @@
-// gpu_graph.h's graph_search: SONG's warp-per-query search over a fixed-degree graph.
+// gpu_graph.h's graph_search and graph_search_codes: SONG's search over a fixed-degree graph.
 //
-// Each warp owns one query and, in shared memory: the query; the queue, W = search_width entries
+// Persistent warps each take one query at a time (or, for batches smaller than the SM count, a crew
+// of a block's warps shares one query: all compute distances, warp 0 keeps the queue). A query has,
+// in shared memory: the query; the queue, W = search_width entries
 // (key, row) sorted by (key, row), a row's top bit marking it expanded (the queue is both SONG's
 // candidate heap q and its result list topk, as one sorted array); the candidates of an iteration;
 // and an open-addressing visited table. Per iteration:
@@ -14,8 +16,9 @@
 //      table: the queue's last key only falls, so they could never re-enter).
 // The search ends when every queue entry is expanded. The visited table therefore holds the queue's
 // rows plus tombstones; it is rebuilt from the queue when it passes half full.
-// A half-precision walk reads the graph's 16-bit copy of the vectors (half the bytes: the walk is
-// bound by memory traffic) and ends with a re-rank of the queue's rows by float32 distances.
+// A half-precision walk reads the graph's 16-bit copy of the vectors (half the bytes) and ends with a
+// re-rank of the queue's rows by float32 distances; a hashed walk reads codes and keys by Hamming
+// distance. (On an H200 the walk is bound by its instruction issue, not by memory: bench/README.md.)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -608,10 +611,6 @@ int next_power_of_two(int64_t x) {
   while (p < x) p *= 2;
   return p;
 }
-
-}  // namespace
-
-namespace {
 
 // Which walk a search runs: the kernel and what it reads (chosen inside the search's Session, where
 // the 16-bit copy may be made).
