@@ -141,10 +141,10 @@ func (m Metric) String() string {
 	return fmt.Sprintf("Metric(%d)", int32(m))
 }
 
-// ComputeMode is the arithmetic of the distance GEMM of an exact search on a CUDA device. The fast
-// modes select an enlarged candidate set with the cheaper GEMM and re-rank it with exact float32
-// distances (recall@k >= 0.999 on the benchmark data sets). The CPU always computes exactly and
-// ignores the mode.
+// ComputeMode is the arithmetic of a search on a CUDA device. Exact search: the fast modes select an
+// enlarged candidate set with the cheaper GEMM and re-rank it with exact float32 distances (recall@k
+// >= 0.999 on the benchmark data sets). Graph indexes: ComputeFP16 and ComputeBF16 walk a 16-bit copy
+// of the vectors and re-rank in float32. The CPU always computes exactly and ignores the mode.
 type ComputeMode int32
 
 const (

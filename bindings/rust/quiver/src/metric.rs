@@ -68,9 +68,10 @@ impl Metric {
     }
 }
 
-/// The arithmetic of the distance GEMM of an exact search on a CUDA device. The fast modes select an
-/// enlarged candidate set with the cheaper GEMM and re-rank it with exact float32 distances (recall@k
-/// >= 0.999 on the benchmark data sets). The CPU always computes exactly and ignores the mode.
+/// The arithmetic of a search on a CUDA device. Exact search: the fast modes select an enlarged
+/// candidate set with the cheaper GEMM and re-rank it with exact float32 distances (recall@k >= 0.999
+/// on the benchmark data sets). Graph indexes: `Fp16` and `Bf16` walk a 16-bit copy of the vectors
+/// and re-rank in float32. The CPU always computes exactly and ignores the mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum ComputeMode {
