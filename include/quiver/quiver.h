@@ -112,11 +112,11 @@ enum qv_device_kind_code {
   QV_DEVICE_CUDA = 2
 };
 
-/* The arithmetic of the distance GEMM on a CUDA device. The fast modes select an enlarged candidate
- * set with the cheaper GEMM, then re-rank it with exact float32 distances: the returned distances are
- * exact, and the ids are those of QV_COMPUTE_FP32 except, rarely, where the cheaper arithmetic lost a
- * true neighbour (recall@k >= 0.999 on the benchmark data sets). The CPU always computes exactly and
- * ignores the mode. */
+/* The arithmetic of a search on a CUDA device (per index kind: qv_search_params_t.compute_mode). For
+ * exact search the fast modes select an enlarged candidate set with the cheaper GEMM, then re-rank it
+ * with exact float32 distances: the returned distances are exact, and the ids are those of
+ * QV_COMPUTE_FP32 except, rarely, where the cheaper arithmetic lost a true neighbour (recall@k >= 0.999
+ * on the benchmark data sets). The CPU always computes exactly and ignores the mode. */
 typedef int32_t qv_compute_mode_t;
 enum qv_compute_mode_code {
   QV_COMPUTE_FP32 = 0, /* float32 GEMM (default) */
