@@ -2,6 +2,7 @@
 // same on every machine and standard library: splitmix64 seeding a xoshiro256** state.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 namespace quiver {
@@ -29,6 +30,13 @@ class Random {
 
   // Uniform in [0, 1) with 53 random bits.
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+  // Standard normal (Box-Muller, one of the pair; the C++ library's distributions differ between
+  // implementations).
+  double gaussian() {
+    const double u1 = 1.0 - uniform(), u2 = uniform();  // u1 in (0, 1]
+    return std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
+  }
 
  private:
   static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }

@@ -1,7 +1,6 @@
 #include "cpp/graph/hash_codes.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "cpp/blas/gemm.h"
 #include "cpp/core/error.h"
@@ -15,12 +14,6 @@ namespace {
 // Rows projected per task: one GEMM tile of projections in memory per thread.
 constexpr int64_t kRowsPerTask = 256;
 
-// A standard normal value (Box-Muller; one of the pair).
-float gaussian(Random& random) {
-  const double u = 1.0 - random.uniform(), v = random.uniform();  // u in (0, 1]
-  return static_cast<float>(std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * v));
-}
-
 }  // namespace
 
 HashProjection make_hash_projection(const float* x, int64_t n, int64_t dim, int64_t bits, uint64_t seed) {
@@ -32,14 +25,15 @@ HashProjection make_hash_projection(const float* x, int64_t n, int64_t dim, int6
   p.bits = bits;
   p.directions.resize(static_cast<size_t>(bits * dim));
   Random random(seed);
-  for (float& v : p.directions) v = gaussian(random);
+  for (float& v : p.directions) v = static_cast<float>(random.gaussian());
   std::vector<double> mean(static_cast<size_t>(dim), 0.0);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t d = 0; d < dim; ++d) mean[d] += x[i * dim + d];
+  for (double& m : mean) m /= static_cast<double>(n);
   p.thresholds.resize(static_cast<size_t>(bits));
   for (int64_t j = 0; j < bits; ++j) {
     double t = 0.0;
-    for (int64_t d = 0; d < dim; ++d) t += mean[d] / static_cast<double>(n) * p.directions[j * dim + d];
+    for (int64_t d = 0; d < dim; ++d) t += mean[d] * p.directions[j * dim + d];
     p.thresholds[j] = static_cast<float>(t);
   }
   return p;

@@ -29,11 +29,7 @@ constexpr int64_t kCrossChunk = 512;
 // A seeded random orthogonal matrix: Gram-Schmidt (twice) on Gaussian rows.
 std::vector<double> random_rotation(int64_t dim, Random& random) {
   std::vector<double> q(static_cast<size_t>(dim * dim));
-  for (auto& v : q) {
-    // Box-Muller: the C++ library's distributions differ between implementations.
-    const double u1 = 1.0 - random.uniform(), u2 = random.uniform();
-    v = std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
-  }
+  for (auto& v : q) v = random.gaussian();
   orthonormalise_rows(q.data(), dim, dim);
   return q;
 }
