@@ -42,7 +42,8 @@ struct Layout {
 int64_t round_slots(int64_t slots) { return (slots + kSlotRound - 1) / kSlotRound * kSlotRound; }
 
 // The layout that gives every list room for extra[l] more entries (and, with headroom, every list
-// room to grow by half); false when the current one has room already.
+// room to grow by half); false when the current one has room already. The total may pass kMaxSlots:
+// place() then falls back to the tight layout, and fails only when that does not fit either.
 bool plan_growth(const IvfDevice& ivf, const std::vector<int64_t>& extra, bool headroom, Layout* out) {
   bool grown = false;
   for (size_t l = 0; l < size_t(ivf.nlist) && !grown; ++l) grown = ivf.size[l] + extra[l] > ivf.capacity[l];
@@ -60,9 +61,13 @@ bool plan_growth(const IvfDevice& ivf, const std::vector<int64_t>& extra, bool h
     total += cap;
   }
   out->total = total;
-  if (total > kMaxSlots)
-    fail(Status::unsupported, "the GPU inverted lists hold at most ", kMaxSlots, " slots (", total, " needed)");
   return true;
+}
+
+void check_slots(const Layout& layout) {
+  if (layout.total > kMaxSlots)
+    fail(Status::unsupported, "the GPU inverted lists hold at most ", kMaxSlots, " slots (", layout.total,
+         " needed)");
 }
 
 IvfArena allocate_arena(Resources& resources, const IvfDevice& ivf, int64_t capacity) {
@@ -70,9 +75,17 @@ IvfArena allocate_arena(Resources& resources, const IvfDevice& ivf, int64_t capa
   DevicePool& pool = resources.pool();
   arena.capacity = capacity;
   arena.codes = DeviceBuffer<uint8_t>(pool, capacity * ivf.code_stride);
+  // Rows padded to code_stride: the padding is never written, but rebuilds gather and list reads
+  // copy whole rows, so it is zeroed once here (no read of uninitialised memory, compute-sanitizer's
+  // initcheck clean).
+  if (ivf.code_stride != ivf.code_bytes && capacity > 0)
+    QV_CUDA_CHECK(cudaMemsetAsync(arena.codes.get(), 0, size_t(capacity * ivf.code_stride), resources.stream(0)));
   if (ivf.keep_raw && !ivf.raw_in_codes) arena.raw = DeviceBuffer<float>(pool, capacity * ivf.dim);
   if (ivf.l2()) arena.norms = DeviceBuffer<float>(pool, capacity);
   if (!ivf.ids_on_host) arena.ids = DeviceBuffer<int64_t>(pool, capacity);
+  // Slots beyond a list's size hold id -1 (all bits set): filters read every slot's id.
+  if (!ivf.ids_on_host && capacity > 0)
+    QV_CUDA_CHECK(cudaMemsetAsync(arena.ids.get(), 0xff, size_t(capacity) * sizeof(int64_t), resources.stream(0)));
   return arena;
 }
 
@@ -158,7 +171,8 @@ struct Placement {
 
 void place(Resources& resources, const IvfDevice& ivf, const std::vector<int64_t>& extra, Placement* p) {
   // Headroom on rebuilds of a filled arena; where that does not fit in device memory, the tight layout.
-  const bool headroom = ivf.count > 0;
+  // The same where the headroom would pass the slot limit.
+  bool headroom = ivf.count > 0;
   p->grown = plan_growth(ivf, extra, headroom, &p->layout);
   if (!p->grown) {
     p->layout.offset = ivf.offset;
@@ -166,6 +180,11 @@ void place(Resources& resources, const IvfDevice& ivf, const std::vector<int64_t
     p->layout.total = ivf.arena.capacity;
     return;
   }
+  if (headroom && p->layout.total > kMaxSlots) {
+    headroom = false;
+    plan_growth(ivf, extra, false, &p->layout);
+  }
+  check_slots(p->layout);
   try {
     p->new_arena = allocate_arena(resources, ivf, p->layout.total);
   } catch (const Error& e) {

@@ -9,6 +9,7 @@
 #include "cpp/backend/gpu_graph.h"
 #include "cpp/core/error.h"
 #include "gpu_testing.h"
+#include "sanitizer_sizes.h"
 
 namespace quiver::testing {
 namespace {
@@ -83,7 +84,7 @@ TEST(GpuGraphSearch, WideQueueIsExactOnConnectedGraphs) {
     SCOPED_TRACE(::testing::Message() << "n " << c.n << " dim " << c.dim << " degree " << c.degree << " k " << c.k
                                       << " probes " << c.probes << (c.l2 ? " L2" : " IP"));
     // Small integers: exact float sums, so ties are exact and their order (by row) is testable.
-    const auto x = integer_vectors(c.n, c.dim, 1, 3), q = integer_vectors(37, c.dim, 2, 3);
+    const auto x = integer_vectors(c.n, c.dim, 1, 3), q = integer_vectors(sized(37, 5), c.dim, 2, 3);
     const auto adjacency = knn_graph(c.l2, x, c.dim, c.degree);
     std::vector<int64_t> row_ids(size_t(c.n));
     for (int64_t r = 0; r < c.n; ++r) row_ids[r] = 1000 + 3 * r;
@@ -121,13 +122,13 @@ TEST(GpuGraphSearch, WideQueueIsExactOnConnectedGraphs) {
 // Recall of narrow queues over uniform data, float32 and half-precision walks; `scale` 1e5 puts the
 // values beyond float16's range, so the half walk reads bfloat16. Distances are always exact.
 void expect_narrow_queues_find_most_neighbours(float scale) {
-  const int64_t n = 4001, dim = 12, degree = 16, k = 10, nq = 200;
+  const int64_t n = sized(4001, 1501), dim = 12, degree = 16, k = 10, nq = sized(200, 40);
   auto x = uniform_vectors(n, dim, 3), q = uniform_vectors(nq, dim, 4);
   for (float& v : x) v *= scale;
   for (float& v : q) v *= scale;
   const auto adjacency = knn_graph(true, x, dim, degree);
   gpu::GraphDevicePtr graph = gpu::make_graph(shared_resources(), dim, Metric::l2);
-  const std::vector<int32_t> entries = {0, 1000, 2000, 3000};
+  const std::vector<int32_t> entries = {0, int32_t(n / 4), int32_t(n / 2), int32_t(3 * n / 4)};
   gpu::graph_upload(shared_resources(), *graph, n, x.data(), degree, adjacency.data(), nullptr, entries.data(),
                     int64_t(entries.size()));
   const Neighbours want = brute_force(true, x, q, dim, k, nullptr, nullptr);
