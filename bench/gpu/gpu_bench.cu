@@ -813,6 +813,26 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaMalloc(&data, n * dim * sizeof(float)));
       CHECK_CUDA(cudaMalloc(&centroids, k * dim * sizeof(float)));
       uniform(data, n * dim, 8);
+      {  // One iteration's assignment alone: every point's nearest of k centroids (the first k points).
+        float* nearest = nullptr;
+        int64_t* labels = nullptr;
+        CHECK_CUDA(cudaMalloc(&nearest, n * sizeof(float)));
+        CHECK_CUDA(cudaMalloc(&labels, n * sizeof(int64_t)));
+        CHECK_CUDA(cudaMemcpy(centroids, data, k * dim * sizeof(float), cudaMemcpyDeviceToDevice));
+        for (gpu::ComputeMode mode : {gpu::ComputeMode::fp32, gpu::ComputeMode::tf32}) {
+          const Timing t = time_it(runs, [&] {
+            gpu::knn(*resources, Metric::l2, centroids, nullptr, k, dim, data, n, 1, nearest, labels, gpu::RowFilter{},
+                     mode);
+          });
+          char task[96];
+          std::snprintf(task, sizeof task, "  k-means assignment alone, %lld points x %lld centroids, %s", (long long)n,
+                        (long long)k, mode == gpu::ComputeMode::fp32 ? "fp32" : "tf32");
+          report(task, "device", t, 2.0 * n * k * dim / t.median_ms / 1e9, "TFLOP/s",
+                 mode == gpu::ComputeMode::fp32 ? passes_note() : "");
+        }
+        CHECK_CUDA(cudaFree(nearest));
+        CHECK_CUDA(cudaFree(labels));
+      }
       for (int64_t per : {int64_t(256), int64_t(0)}) {
         KmeansOptions options;
         options.iterations = 20;

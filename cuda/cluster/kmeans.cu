@@ -3,12 +3,17 @@
 // assignment done by the exact search with k = 1 (GEMM + the fused selection, the paper's §6.2) and
 // the centroid update on the device.
 //
-// The update is deterministic: points are summed in double, in a fixed number of slices of
-// consecutive points, each slice by one block in point order, and the slices are added in order. No
-// atomics, so a seed gives the same centroids on every run of a device.
+// The update is deterministic: the points are ordered by label (a stable radix sort: within a label,
+// by point), each label's points are cut into chunks of kChunkPoints, one block sums a chunk in
+// order (double, in registers), and a label's chunks are added in order. No floating-point atomics,
+// so a seed gives the same centroids on every run of a device; no block waits on global memory
+// between points, and a large cluster is spread over many blocks.
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <vector>
+
+#include <cub/device/device_radix_sort.cuh>
 
 #include "cpp/backend/gpu.h"
 #include "cpp/core/error.h"
@@ -23,39 +28,126 @@ namespace quiver::gpu {
 
 namespace {
 
-// Slices of the update: enough blocks to use the device, bounded by the memory of their partial sums.
-constexpr int64_t kMaxSlices = 256;
-constexpr int64_t kSliceBudgetBytes = int64_t(256) << 20;
+constexpr int64_t kChunkPoints = 256;
 constexpr int kUpdateThreads = 128;
+constexpr int kRowsInFlight = 4;
 
-// Block s sums the points of slice s, in order, into sums[s][label][d] (double) and counts[s][label].
-__global__ void slice_sums_kernel(const float* x, int64_t n, int64_t dim, const int64_t* labels, int64_t slices,
-                                  int64_t k, double* sums, int64_t* counts) {
-  const int64_t s = blockIdx.x;
-  const int64_t begin = n * s / slices, end = n * (s + 1) / slices;
-  double* slice_sums = sums + s * k * dim;
-  for (int64_t i = begin; i < end; ++i) {
-    const int64_t c = labels[i];
-    if (threadIdx.x == 0) ++counts[s * k + c];
-    for (int64_t d = threadIdx.x; d < dim; d += blockDim.x) slice_sums[c * dim + d] += double(x[i * dim + d]);
+// keys[i] = labels[i], points[i] = i, and every label's count.
+__global__ void label_keys_kernel(const int64_t* labels, int64_t n, int32_t* keys, int32_t* points,
+                                  int32_t* counts) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int32_t c = static_cast<int32_t>(labels[i]);
+    keys[i] = c;
+    points[i] = static_cast<int32_t>(i);
+    atomicAdd(counts + c, 1);  // integer addition: order does not matter
   }
 }
 
-// centroid[c][d] = sum over slices (in order) / count; clusters without points keep their centroid.
-__global__ void means_kernel(const double* sums, const int64_t* slice_counts, int64_t slices, int64_t k,
-                             int64_t dim, float* centroids, int64_t* counts) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < k * dim; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t c = i / dim;
-    int64_t total = 0;
+// Block b sums the points sorted[chunk_begin[b] .. chunk_begin[b + 1]) in order into partial[b][d].
+__global__ void chunk_sums_kernel(const float* x, int64_t dim, const int32_t* sorted, const int64_t* chunk_begin,
+                                  double* partial) {
+  const int64_t b = blockIdx.x, begin = chunk_begin[b], end = chunk_begin[b + 1];
+  for (int64_t d = threadIdx.x; d < dim; d += blockDim.x) {
     double sum = 0;
-    for (int64_t s = 0; s < slices; ++s) {
-      total += slice_counts[s * k + c];
-      sum += sums[s * k * dim + i];
+    int64_t i = begin;
+    for (; i + kRowsInFlight <= end; i += kRowsInFlight) {  // independent loads in flight, summed in order
+      float v[kRowsInFlight];
+#pragma unroll
+      for (int r = 0; r < kRowsInFlight; ++r) v[r] = x[int64_t(sorted[i + r]) * dim + d];
+#pragma unroll
+      for (int r = 0; r < kRowsInFlight; ++r) sum += double(v[r]);
     }
-    if (total > 0) centroids[i] = float(sum / double(total));
-    if (i % dim == 0) counts[c] = total;
+    for (; i < end; ++i) sum += double(x[int64_t(sorted[i]) * dim + d]);
+    partial[b * dim + d] = sum;
   }
 }
+
+// centroid[c][d] = the sum of label c's chunks (in order) / its count; labels without points keep
+// their centroid.
+__global__ void means_kernel(const double* partial, const int64_t* first_chunk, const int32_t* label_counts,
+                             int64_t k, int64_t dim, float* centroids) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < k * dim; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t c = i / dim, d = i - c * dim;
+    double sum = 0;
+    for (int64_t b = first_chunk[c]; b < first_chunk[c + 1]; ++b) sum += partial[b * dim + d];
+    if (label_counts[c] > 0) centroids[i] = float(sum / double(label_counts[c]));
+  }
+}
+
+// The chunks of every label, from the labels' counts: label c's points start at the sum of the
+// earlier counts (the sorted order) and are cut every kChunkPoints; first_chunk[c] is its first chunk.
+void plan_chunks(const std::vector<int32_t>& counts, std::vector<int64_t>* chunk_begin,
+                 std::vector<int64_t>* first_chunk) {
+  chunk_begin->clear();
+  first_chunk->assign(counts.size() + 1, 0);
+  int64_t start = 0;
+  for (size_t c = 0; c < counts.size(); ++c) {
+    (*first_chunk)[c] = int64_t(chunk_begin->size());
+    for (int64_t p = 0; p < counts[c]; p += kChunkPoints) chunk_begin->push_back(start + p);
+    start += counts[c];
+  }
+  (*first_chunk)[counts.size()] = int64_t(chunk_begin->size());
+  chunk_begin->push_back(start);
+}
+
+// One Lloyd update of the centroids from the labels; the labels' counts in `counts`.
+struct Update {
+  Update(Resources& resources, int64_t n, int64_t k, int64_t dim)
+      : resources(resources), n(n), k(k), dim(dim), keys(resources.pool(), 2 * n), points(resources.pool(), 2 * n),
+        label_counts(resources.pool(), k), first_chunk_dev(resources.pool(), k + 1),
+        // at most one partial chunk per label beyond the full ones
+        chunk_begin_dev(resources.pool(), n / kChunkPoints + k + 1), partial(resources.pool(), (n / kChunkPoints + k) * dim) {
+    QV_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, keys.get(), keys.get() + n, points.get(),
+                                                  points.get() + n, n, 0, key_bits(), resources.stream(0)));
+    sort_workspace = PoolBuffer<char>(resources.pool(), int64_t(std::max<size_t>(sort_bytes, 1)));
+  }
+
+  int key_bits() const {
+    int bits = 1;
+    while ((int64_t(1) << bits) < k) ++bits;
+    return bits;
+  }
+
+  void run(const float* x, const int64_t* labels, float* centroids, std::vector<int64_t>* counts) {
+    cudaStream_t stream = resources.stream(0);
+    const int device = resources.device();
+    QV_CUDA_CHECK(cudaMemsetAsync(label_counts.get(), 0, size_t(k) * sizeof(int32_t), stream));
+    const int64_t blocks = std::clamp<int64_t>((n + 255) / 256, 1, 4096);
+    label_keys_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(labels, n, keys.get(), points.get(),
+                                                                        label_counts.get());
+    QV_LAUNCH_CHECK("label_keys_kernel");
+    QV_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_workspace.get(), sort_bytes, keys.get(), keys.get() + n,
+                                                  points.get(), points.get() + n, n, 0, key_bits(), stream));
+    std::vector<int32_t> host_counts(static_cast<size_t>(k));
+    copy_from_device(resources.staging(), device, host_counts.data(), label_counts.get(), size_t(k) * 4, stream);
+    std::vector<int64_t> chunk_begin, first_chunk;
+    plan_chunks(host_counts, &chunk_begin, &first_chunk);
+    const int64_t chunks = int64_t(chunk_begin.size()) - 1;
+    copy_to_device(resources.staging(), device, chunk_begin_dev.get(), chunk_begin.data(),
+                   chunk_begin.size() * sizeof(int64_t), stream);
+    copy_to_device(resources.staging(), device, first_chunk_dev.get(), first_chunk.data(),
+                   first_chunk.size() * sizeof(int64_t), stream);
+    if (chunks > 0) {
+      chunk_sums_kernel<<<static_cast<unsigned>(chunks), kUpdateThreads, 0, stream>>>(
+          x, dim, points.get() + n, chunk_begin_dev.get(), partial.get());
+      QV_LAUNCH_CHECK("chunk_sums_kernel");
+    }
+    const int64_t mean_blocks = std::clamp<int64_t>((k * dim + 255) / 256, 1, 65535);
+    means_kernel<<<static_cast<unsigned>(mean_blocks), 256, 0, stream>>>(partial.get(), first_chunk_dev.get(),
+                                                                         label_counts.get(), k, dim, centroids);
+    QV_LAUNCH_CHECK("means_kernel");
+    counts->assign(host_counts.begin(), host_counts.end());
+  }
+
+  Resources& resources;
+  const int64_t n, k, dim;
+  PoolBuffer<int32_t> keys, points;  // [0, n): unsorted; [n, 2n): sorted by label
+  PoolBuffer<int32_t> label_counts;
+  PoolBuffer<int64_t> first_chunk_dev, chunk_begin_dev;
+  PoolBuffer<double> partial;
+  size_t sort_bytes = 0;
+  PoolBuffer<char> sort_workspace;
+};
 
 }  // namespace
 
@@ -110,29 +202,18 @@ KmeansResult kmeans(Resources& resources, int64_t dim, int64_t n, const float* x
   }
 
   // ---- Lloyd iterations ----
-  const int64_t slices = std::clamp<int64_t>(kSliceBudgetBytes / (k * dim * int64_t(sizeof(double))), 1,
-                                             std::min(kMaxSlices, n_train));
+  require(n_train <= std::numeric_limits<int32_t>::max(), "k-means on the GPU trains on at most 2^31 - 1 points (",
+          n_train, "): set max_points_per_centroid");
   PoolBuffer<int64_t> labels(pool, n_train);
   PoolBuffer<float> distances(pool, n_train);
-  PoolBuffer<double> sums(pool, slices * k * dim);
-  PoolBuffer<int64_t> slice_counts(pool, slices * k);
-  PoolBuffer<int64_t> counts_dev(pool, k);
-  std::vector<int64_t> counts(static_cast<size_t>(k));
+  Update update(resources, n_train, k, dim);
+  std::vector<int64_t> counts;
   std::vector<float> host_centroids;
   for (int64_t it = 0; it < options.iterations; ++it) {
     knn(resources, Metric::l2, c_dev.get(), nullptr, k, dim, train, n_train, 1, distances.get(), labels.get());
     Session session(resources);
     cudaStream_t stream = resources.stream(0);
-    QV_CUDA_CHECK(cudaMemsetAsync(sums.get(), 0, size_t(slices * k * dim) * sizeof(double), stream));
-    QV_CUDA_CHECK(cudaMemsetAsync(slice_counts.get(), 0, size_t(slices * k) * sizeof(int64_t), stream));
-    slice_sums_kernel<<<static_cast<unsigned>(slices), kUpdateThreads, 0, stream>>>(
-        train, n_train, dim, labels.get(), slices, k, sums.get(), slice_counts.get());
-    QV_LAUNCH_CHECK("slice_sums_kernel");
-    const int64_t blocks = std::clamp<int64_t>((k * dim + 255) / 256, 1, 65535);
-    means_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(sums.get(), slice_counts.get(), slices, k, dim,
-                                                                    c_dev.get(), counts_dev.get());
-    QV_LAUNCH_CHECK("means_kernel");
-    copy_from_device(resources.staging(), device, counts.data(), counts_dev.get(), size_t(k) * sizeof(int64_t), stream);
+    update.run(train, labels.get(), c_dev.get(), &counts);
     if (std::find(counts.begin(), counts.end(), int64_t{0}) != counts.end()) {
       host_centroids.resize(static_cast<size_t>(k * dim));
       copy_from_device(resources.staging(), device, host_centroids.data(), c_dev.get(),

@@ -26,9 +26,9 @@
 // the base, only where it shrinks the bound), a centred copy of an unstreamed base made once per
 // call, a streamed base's chunks centred as they arrive. The re-rank reads the original rows.
 //
-// The TF32 pass on a base on the device (dim a multiple of 4 up to 128, kc <= 32, 256 queries or more)
-// is one kernel instead (tf32_select.h): tensor-core products selected where they are computed, each
-// block's splits of the base giving kc candidates per query that one selection merges into the
+// The TF32 pass on a base on the device (dim a multiple of 4 up to 128, kc <= 32, 256 queries or more,
+// 16384 rows or more) is one kernel instead (tf32_select.h): tensor-core products selected where
+// they are computed, each block's splits of the base giving kc candidates per query that one selection merges into the
 // running best. No distance tile is written; the re-rank and the certificate follow as above.
 //
 // A base in host memory larger than the streaming budget (ResourcesOptions::stream_bytes) is not
@@ -90,6 +90,10 @@ constexpr int64_t kMinFusedQueries = 256;
 // It writes no distance tiles, so its query tiles are as large as this allows: fewer, longer splits
 // of the base, over which each block's start (its queries' load, its lists filling) is amortised.
 constexpr int64_t kFusedQueryRows = 16384;
+// ... and from this many base rows on. Each query's list of kc candidates fills as the rows go by:
+// over a short base most rows enter it (about kc ln(n / kc) of n), and the kernel's list upkeep costs
+// more than the tiles' write and read (H100, 1M queries against 1024 rows, k = 1: 14.4 ms fused).
+constexpr int64_t kMinFusedRows = 16384;
 
 constexpr int kChainEvent = 0;    // after the latest selection or finalize
 constexpr int kTileDoneEvent = 1;  // and 2: a query tile's results are final (alternating)
@@ -411,7 +415,7 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
 
   // The TF32 pass in one kernel, where it takes the shape: no distance tiles, the splits' candidates
   // selected into the running best instead.
-  const bool fused = spec.kind == TileKind::tf32 && !streamed && nq >= kMinFusedQueries &&
+  const bool fused = spec.kind == TileKind::tf32 && !streamed && nq >= kMinFusedQueries && n >= kMinFusedRows &&
                      reinterpret_cast<uintptr_t>(xc) % 16 == 0 && reinterpret_cast<uintptr_t>(yc) % 16 == 0 &&
                      tf32_select_fits(resources.limits(), dim, kc, n);
   const TilePlan plan = fused ? plan_fused(nq, n)
