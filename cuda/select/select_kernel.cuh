@@ -165,6 +165,21 @@ __device__ __forceinline__ void clamp_limit(WS& ws, float t) {
   }
 }
 
+// The k-th smallest (1 <= k <= 32) of the warp's 32 values, none NaN: a bitonic sort across the lanes.
+__device__ __forceinline__ float warp_kth_smallest(float v, int k) {
+  const int lane = threadIdx.x & (kWarpSize - 1);
+#pragma unroll
+  for (int size = 2; size <= kWarpSize; size <<= 1) {
+#pragma unroll
+    for (int stride = size / 2; stride > 0; stride >>= 1) {
+      const float other = __shfl_xor_sync(kFullWarp, v, stride);
+      const bool ascending = (lane & size) == 0, lower = (lane & stride) == 0;
+      v = lower == ascending ? fminf(v, other) : fmaxf(v, other);
+    }
+  }
+  return __shfl_sync(kFullWarp, v, k - 1);
+}
+
 // One task (a chunk of a row) by the `wpr` warps of a row group; `sub` is this warp's index in it.
 // K16: the keys are 16-bit (p.keys16), bf16 when KBF, else fp16.
 template <int KR, int T, typename V, bool K16, bool KBF>
@@ -234,6 +249,36 @@ __device__ __forceinline__ void select_task(const SelectParams<V>& p, int64_t ta
     if (g < groups) issue(g, g);
     commit_copies();
   }
+
+  // Float keys, k <= 32, one warp a row, no filter: the k-th smallest of the lanes' smallest keys in
+  // the groups already staged bounds the k best from above (k lanes hold a key at or below it), so
+  // the limit starts there instead of at +inf. On short rows (k-means: a thousand centroids) most
+  // keys of the first groups were otherwise offered to the queue while it filled. The result is the
+  // same: keys equal to the bound still pass, and k keys at or below it exist.
+  float limit_seed = seed;
+  if (!K16 && KR == 1 && !seeded && wpr == 1 && p.filter == nullptr && groups > 0) {
+    wait_copies<0>();  // this lane's staged groups (each lane reads only its own slots)
+    float low = kSentinelKey;
+    for (int g = 0; g < min(groups, kStages - 1); ++g) {
+#pragma unroll
+      for (int u = 0; u < kSlotsPerGroup; ++u) {
+        const float4 v = stage_keys[g * kStageSlots + u * kWarpSize + lane];
+        const float4 b = bias != nullptr ? stage_bias[g * kStageSlots + u * kWarpSize + lane] : float4{};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float key = bias != nullptr ? fmaf(p.in_scale, component(v, i), component(b, i))
+                                            : p.in_scale * component(v, i);
+          if (group_col(g) + u * kCols * kWarpSize + i < span) low = fminf(low, key);  // NaN ignored
+        }
+      }
+    }
+    const float t = warp_kth_smallest(low, static_cast<int>(p.k));
+    if (t < kSentinelKey) {
+      limit_seed = t;
+      clamp_limit<WarpSelect<M, KR, T>, V>(ws, limit_seed);
+    }
+  }
+  const bool clamped = limit_seed < kSentinelKey;
 
   // A group is rejected with one vote when no lane's bound can beat the limit. Otherwise the group
   // is converted key by key, in parts of 8 keys a lane (16-bit keys: one slot a part, re-read from
@@ -390,7 +435,7 @@ __device__ __forceinline__ void select_task(const SelectParams<V>& p, int64_t ta
         }
         if (full) {
           ws.merge_thread_queues();
-          if (seeded) clamp_limit<WarpSelect<M, KR, T>, V>(ws, seed);
+          if (clamped) clamp_limit<WarpSelect<M, KR, T>, V>(ws, limit_seed);
         }
       }
     }
