@@ -53,6 +53,9 @@ void graph_upload_codes(Resources& resources, GraphDevice& graph, int64_t n, con
 
 int64_t graph_rows(const GraphDevice& graph);
 int64_t graph_device_bytes(const GraphDevice& graph);
+// The uploaded vectors on the device (rows x dim floats, row-major), for searches of other kinds
+// over them (the exact range search); nullptr for an empty or hashed graph.
+const float* graph_vectors(const GraphDevice& graph);
 
 struct GraphSearchOptions {
   // Queue size (SONG's K), k .. kMaxSearchWidth; the recall/speed knob.

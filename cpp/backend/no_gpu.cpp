@@ -121,6 +121,8 @@ void graph_upload_codes(Resources&, GraphDevice&, int64_t, const uint32_t*, int6
 
 int64_t graph_rows(const GraphDevice&) { return 0; }
 
+const float* graph_vectors(const GraphDevice&) { return nullptr; }
+
 int64_t graph_device_bytes(const GraphDevice&) { return 0; }
 
 void graph_search(Resources&, const GraphDevice&, int64_t, const float*, int64_t, const GraphSearchOptions&, float*,

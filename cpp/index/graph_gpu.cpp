@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "cpp/backend/gpu_range.h"
 #include "cpp/core/thread_pool.h"
 #include "cpp/graph/graph_distance.h"
 
@@ -15,6 +16,18 @@ Metric device_metric(Metric metric) { return metric == Metric::l2 ? Metric::l2 :
 
 // The hash directions: fixed, so that a reloaded index walks the same codes.
 constexpr uint64_t kHashSeed = 0x5049a7e5u;
+
+// Rows that may be returned: allowed ids, no tombstones, as bits in `bits`; an empty filter when
+// nothing is excluded.
+gpu::RowFilter allowed_rows(const GraphData& data, const IdFilter& filter, std::vector<uint8_t>& bits) {
+  if (filter.bits == nullptr && data.removed == nullptr) return gpu::RowFilter{};
+  const int64_t rows = data.graph->rows;
+  bits.assign(static_cast<size_t>((rows + 7) / 8), 0);
+  for (int64_t r = 0; r < rows; ++r)
+    if ((data.removed == nullptr || data.removed[r] == 0) && filter.allows(data.ids[r]))
+      bits[r >> 3] |= uint8_t(1u << (r & 7));
+  return gpu::RowFilter{bits.data(), rows};
+}
 
 }  // namespace
 
@@ -72,26 +85,34 @@ int64_t GraphGpuCopy::device_bytes() const { return gpu::graph_device_bytes(*gra
 void GraphGpuCopy::search(ThreadPool& pool, const GraphData& data, ScratchPool& scratch, const float* queries,
                           int64_t nq, int64_t k, int64_t width, ComputeMode mode, const IdFilter& filter,
                           float* distances, int64_t* ids) const {
-  const int64_t rows = data.graph->rows;
   if (hash_bits_ > 0) {
     search_hashed(pool, data, queries, nq, k, width, filter, distances, ids);
     complete_short_queries(pool, data, scratch, queries, nq, k, width, filter, distances, ids);
     return;
   }
-  // Rows that may be returned: allowed ids, no tombstones. Built only when something is excluded.
   std::vector<uint8_t> row_bits;
   gpu::GraphSearchOptions options;
-  if (filter.bits != nullptr || data.removed != nullptr) {
-    row_bits.assign(static_cast<size_t>((rows + 7) / 8), 0);
-    for (int64_t r = 0; r < rows; ++r)
-      if ((data.removed == nullptr || data.removed[r] == 0) && filter.allows(data.ids[r]))
-        row_bits[r >> 3] |= uint8_t(1u << (r & 7));
-    options.filter = gpu::RowFilter{row_bits.data(), rows};
-  }
+  options.filter = allowed_rows(data, filter, row_bits);
   options.search_width = width;  // the index checked k <= width <= gpu::kMaxSearchWidth
   options.half_walk = mode == ComputeMode::fp16 || mode == ComputeMode::bf16;
   gpu::graph_search(resources_, *graph_, nq, queries, k, options, distances, ids);
   complete_short_queries(pool, data, scratch, queries, nq, k, width, filter, distances, ids);
+}
+
+bool GraphGpuCopy::holds_vectors() const { return hash_bits_ == 0 && gpu::graph_vectors(*graph_) != nullptr; }
+
+RangeResult GraphGpuCopy::range_search(const GraphData& data, const float* queries, int64_t nq, float radius,
+                                       const IdFilter& filter, int64_t max_results) const {
+  std::vector<uint8_t> row_bits;
+  const gpu::RowFilter rows = allowed_rows(data, filter, row_bits);
+  gpu::RangeHits hits = gpu::range_search(resources_, device_metric(data.metric), gpu::graph_vectors(*graph_), nullptr,
+                                          data.graph->rows, data.dim, queries, nq, radius, rows, max_results);
+  RangeResult result;
+  result.lims = std::move(hits.lims);
+  result.ids = std::move(hits.rows);
+  result.distances = std::move(hits.distances);
+  for (int64_t& id : result.ids) id = data.ids[id];
+  return result;
 }
 
 void GraphGpuCopy::complete_short_queries(ThreadPool& pool, const GraphData& data, ScratchPool& scratch,

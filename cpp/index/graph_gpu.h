@@ -22,6 +22,14 @@ class GraphGpuCopy {
   void upload(ThreadPool& pool, const GraphData& data);
   int64_t device_bytes() const;
 
+  // Whether range_search runs on the device: the vectors are there (not in the hashing mode).
+  bool holds_vectors() const;
+  // The exact range search (graph_range_scan's contract: every allowed row within the radius) over
+  // the device's vectors (cpp/backend/gpu_range.h): the distances are float32 in the GPU exact
+  // search's order of summation. max_results as SearchOptions::max_range_results.
+  RangeResult range_search(const GraphData& data, const float* queries, int64_t nq, float radius,
+                           const IdFilter& filter, int64_t max_results) const;
+
   // graph_knn_search's contract, on the device (k <= width <= gpu::kMaxSearchWidth): queries in host
   // memory (normalised for cosine); fp16 and bf16 modes walk the graph in half precision (the
   // results re-ranked in float32; a hashed copy ignores the mode);

@@ -177,6 +177,8 @@ void GraphIndex::do_search(int64_t nq, const float* queries, int64_t k, const Se
 RangeResult GraphIndex::do_range_search(int64_t nq, const float* queries, float radius,
                                         const SearchOptions& options) const {
   require_built("range searching");
+  if (device_copy_current_ && device_copy_->holds_vectors())
+    return device_copy_->range_search(data(), queries, nq, radius, options.filter, options.max_range_results);
   return graph_range_scan(context().pool(), data(), queries, nq, radius, options.filter);
 }
 

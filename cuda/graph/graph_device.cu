@@ -128,6 +128,8 @@ void graph_upload_codes(Resources& resources, GraphDevice& graph, int64_t n, con
 
 int64_t graph_rows(const GraphDevice& graph) { return graph.rows; }
 
+const float* graph_vectors(const GraphDevice& graph) { return graph.rows > 0 ? graph.vectors.get() : nullptr; }
+
 int64_t graph_device_bytes(const GraphDevice& graph) {
   return graph.vectors.bytes() + graph.codes.bytes() + graph.adjacency.bytes() + graph.ids.bytes() +
          graph.entries.bytes() + graph.half_vectors.bytes();

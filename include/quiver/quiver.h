@@ -391,8 +391,9 @@ typedef struct qv_range_result qv_range_result_t;
  * queries: nq x dim floats, finite. params: NULL or initialised (filter applies; nprobe for IVF).
  * IVF indexes return the hits among the nprobe nearest lists: exact float32 distances for IVF-Flat
  * and for IVF-PQ with ",Refine" (all entries of those lists checked against their raw vectors), PQ
- * distances otherwise. On a CUDA context range search runs on the GPU: "Flat" exactly as on the CPU;
- * IVF kinds over the same nprobe lists (float32 sums in another order than the CPU's, so hits within
+ * distances otherwise. Graph indexes return every row within the radius (an exact scan, not a walk).
+ * On a CUDA context range search runs on the GPU: "Flat", and graph indexes over their device copy
+ * (not in the hashing mode, whose vectors stay on the host), exactly as "Flat" on the CPU; IVF kinds over the same nprobe lists (float32 sums in another order than the CPU's, so hits within
  * rounding of the radius may differ; IVF-PQ distances to the decoded vectors agree to about 1e-4).
  * *out receives a new result owned by the caller (qv_range_result_free).
  * Concurrent calls on one index are safe. Returns QV_OK, QV_ERR_INVALID_ARGUMENT (also a NaN radius),

@@ -5,7 +5,8 @@
 // metric, radius 0, a radius covering every row, duplicates and exact ties, filters, the limit on
 // results, host and device inputs, custom ids, small tiles and hit buffers too small for a block
 // (the paths that search and sort in parts); and with the CPU Flat index (its own float rounding)
-// up to rows on the boundary.
+// up to rows on the boundary. The graph index on a CUDA context range-searches its device copy's
+// vectors the same way.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -441,8 +442,9 @@ void expect_close(const RangeResult& gpu_result, const RangeResult& cpu_result, 
   }
 }
 
-TEST(GpuFlatIndexRange, CustomIdsFiltersRemovalAndLimit) {
-  QV_REQUIRE_GPU();
+// An index of `descriptor` on a CUDA context whose range search runs on the device: exact (against
+// the float64 reference and the CPU's Flat index), with custom ids, filters, the limit, removals.
+void expect_exact_range_search_on_device(const char* descriptor) {
   Contexts contexts;
   const int64_t n = 3001, dim = 45, nq = 37;
   const std::vector<float> x = testing::uniform_vectors(n, dim, 61);
@@ -451,7 +453,7 @@ TEST(GpuFlatIndexRange, CustomIdsFiltersRemovalAndLimit) {
   for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = 7 + 13 * ((i * 1009) % n);  // distinct, not in row order
   for (Metric metric : {Metric::l2, Metric::inner_product, Metric::cosine}) {
     SCOPED_TRACE(metric_name(metric));
-    auto on_gpu = create_index(contexts.cuda, "Flat", dim, metric);
+    auto on_gpu = create_index(contexts.cuda, descriptor, dim, metric);
     auto on_cpu = create_index(contexts.cpu, "Flat", dim, metric);
     ASSERT_EQ(on_gpu->device(), DeviceKind::cuda);
     on_gpu->add(n, x.data(), ids.data());
@@ -498,7 +500,7 @@ TEST(GpuFlatIndexRange, CustomIdsFiltersRemovalAndLimit) {
     ASSERT_NO_FATAL_FAILURE(
         expect_same(as_hits(on_gpu->range_search(nq, queries.data(), radius, limited)), as_hits(got)));
 
-    // Removal renumbers the rows; ids stay.
+    // Removal renumbers the rows (Flat) or leaves tombstones (Graph); ids stay.
     std::vector<int64_t> removed(ids.begin(), ids.begin() + 100);
     ASSERT_EQ(on_gpu->remove(100, removed.data()), 100);
     Problem rest = p;
@@ -511,6 +513,17 @@ TEST(GpuFlatIndexRange, CustomIdsFiltersRemovalAndLimit) {
     // No queries.
     EXPECT_EQ(on_gpu->range_search(0, nullptr, radius, options).lims, std::vector<int64_t>{0});
   }
+}
+
+TEST(GpuFlatIndexRange, CustomIdsFiltersRemovalAndLimit) {
+  QV_REQUIRE_GPU();
+  expect_exact_range_search_on_device("Flat");
+}
+
+// The graph index's range search is the exact one over the vectors its device copy holds.
+TEST(GpuGraphIndexRange, ExactOverTheDeviceCopyWithFiltersAndTombstones) {
+  QV_REQUIRE_GPU();
+  expect_exact_range_search_on_device("Graph16");
 }
 
 }  // namespace
