@@ -2,8 +2,14 @@
 // new of this test binary, which libquiver.so's C++ code also uses), and the call must return
 // QV_ERR_OUT_OF_HOST_MEMORY (or succeed, where the allocation was optional) without crashing,
 // leaking (the sanitizer build checks) or changing the index: the same count and the same answers.
+// Saves also fail on a disk that fills up part way (the file size limit), and must leave the file
+// they replace whole.
+#include <sys/resource.h>
+
 #include <atomic>
+#include <csignal>
 #include <cstdlib>
+#include <limits>
 #include <new>
 
 #include "metric_space_checks.h"
@@ -142,6 +148,158 @@ TEST(FaultInjection, SearchRangeSaveAndLoad) {
       qv_index_free(loaded);
     }
     EXPECT_EQ(Count(index.get()), 200);
+  }
+}
+
+
+// How many allocations call makes when none fails.
+template <typename Call>
+long count_allocations(Call call) {
+  with_failure_at(std::numeric_limits<long>::max(), call);
+  return allocations.load();
+}
+
+// The allocations to fail, of a call that makes `total`: every one of the first kEveryAllocation,
+// then kSampledAllocations spread evenly over the rest, the last included. (Training makes tens of
+// thousands, the same few sites again in every Lloyd iteration; failing each in turn would take
+// minutes a kind.)
+constexpr long kEveryAllocation = 1000;
+constexpr long kSampledAllocations = 1000;
+std::vector<long> failure_points(long total) {
+  std::vector<long> points;
+  for (long n = 1; n <= std::min(total, kEveryAllocation); ++n) points.push_back(n);
+  const long rest = total - kEveryAllocation;
+  for (long i = 1; i <= kSampledAllocations && rest > 0; ++i) {
+    const long n = kEveryAllocation + (rest * i + kSampledAllocations - 1) / kSampledAllocations;
+    if (n > points.back()) points.push_back(n);
+  }
+  return points;
+}
+
+// Training under failing allocations: the failed call reports out of host memory and leaves the
+// index untrained and empty (adds refused); a training without failures trains the same as before.
+TEST(FaultInjection, TrainLeavesTheIndexUntrained) {
+  Context ctx = MakeCpuContext(1);  // one thread: the same allocations in the same order every call
+  const int64_t dim = 8;
+  const std::vector<float> base = ClusteredVectors(300, dim, 6, 1, 2);
+  const std::vector<float> queries = ClusteredVectors(5, dim, 6, 1, 4);
+  for (const char* descriptor : {"IVF8,Flat", "IVF8,PQ4", "OPQ4,IVF8,PQ4"}) {
+    SCOPED_TRACE(descriptor);
+    Index reference = MakeIndex(ctx.get(), dim, QV_METRIC_L2, descriptor);
+    const long total = count_allocations([&] { return qv_index_train(reference.get(), 300, base.data()); });
+    QV_ASSERT_OK(qv_index_add(reference.get(), 300, base.data(), nullptr));
+    Index index = MakeIndex(ctx.get(), dim, QV_METRIC_L2, descriptor);
+    for (long n : failure_points(total)) {
+      const qv_status_t s = with_failure_at(n, [&] { return qv_index_train(index.get(), 300, base.data()); });
+      if (s == QV_OK) {  // an allocation the call can do without
+        index = MakeIndex(ctx.get(), dim, QV_METRIC_L2, descriptor);
+        continue;
+      }
+      ASSERT_EQ(s, QV_ERR_OUT_OF_HOST_MEMORY) << "allocation " << n << ": " << qv_last_error_message();
+      qv_index_info_t info;
+      qv_index_info_init(&info);
+      QV_ASSERT_OK(qv_index_info(index.get(), &info));
+      ASSERT_EQ(info.is_trained, 0) << "allocation " << n << " left a trained index";
+      ASSERT_EQ(qv_index_add(index.get(), 300, base.data(), nullptr), QV_ERR_NOT_TRAINED) << "allocation " << n;
+    }
+    QV_ASSERT_OK(qv_index_train(index.get(), 300, base.data()));
+    QV_ASSERT_OK(qv_index_add(index.get(), 300, base.data(), nullptr));
+    EXPECT_EQ(SearchSnapshot(index.get(), queries, dim), SearchSnapshot(reference.get(), queries, dim));
+  }
+}
+
+// An index file in a directory of its own, and its bytes.
+struct SavedFile {
+  TempDir dir;
+  std::string path = dir.File("index.qv");
+  std::vector<uint8_t> bytes;
+};
+
+// Saves over an existing file under failing allocations, then on a disk that fills up part way
+// (the file size limit, RLIMIT_FSIZE: writes past it fail with EFBIG, as on a full disk): every
+// failed save reports its status and leaves the existing file as it was, with no temporary file
+// behind; the first save that succeeds writes the index.
+TEST(FaultInjection, FailedSavesLeaveTheExistingFileWhole) {
+  Context ctx = MakeCpuContext(2);
+  const int64_t dim = 8;
+  const std::vector<float> base = ClusteredVectors(400, dim, 4, 1, 2);
+  for (const char* descriptor : {"Flat", "IVF4,PQ4", "Graph8"}) {
+    SCOPED_TRACE(descriptor);
+    SavedFile old;
+    ASSERT_TRUE(old.dir.ok());
+    {
+      Index small = MakeIndex(ctx.get(), dim, QV_METRIC_L2, descriptor);
+      if (std::string(descriptor).rfind("IVF", 0) == 0) QV_ASSERT_OK(qv_index_train(small.get(), 400, base.data()));
+      QV_ASSERT_OK(qv_index_add(small.get(), 100, base.data(), nullptr));
+      QV_ASSERT_OK(qv_index_save(small.get(), old.path.c_str()));
+      ASSERT_TRUE(ReadFile(old.path, &old.bytes));
+    }
+    Index index = MakeIndex(ctx.get(), dim, QV_METRIC_L2, descriptor);
+    if (std::string(descriptor).rfind("IVF", 0) == 0) QV_ASSERT_OK(qv_index_train(index.get(), 400, base.data()));
+    QV_ASSERT_OK(qv_index_add(index.get(), 400, base.data(), nullptr));
+    void* buffer = nullptr;
+    size_t size = 0;
+    QV_ASSERT_OK(qv_index_save_buffer(index.get(), &buffer, &size));
+    Buffer saved(buffer);
+    auto expect_old_file = [&](const std::string& when) {
+      std::vector<uint8_t> now;
+      ASSERT_TRUE(ReadFile(old.path, &now)) << when;
+      ASSERT_EQ(now, old.bytes) << when << " changed the existing file";
+      ASSERT_EQ(old.dir.List(), std::vector<std::string>{"index.qv"}) << when << " left a file behind";
+    };
+
+    bool succeeded = false;
+    for (long n = 1; n < 100000 && !succeeded; ++n) {
+      void* copy = nullptr;
+      size_t copy_size = 0;
+      qv_status_t s = with_failure_at(n, [&] { return qv_index_save_buffer(index.get(), &copy, &copy_size); });
+      ASSERT_TRUE(s == QV_OK || s == QV_ERR_OUT_OF_HOST_MEMORY) << qv_status_string(s);
+      ASSERT_EQ(copy != nullptr, s == QV_OK);
+      qv_buffer_free(copy);
+      s = with_failure_at(n, [&] { return qv_index_save(index.get(), old.path.c_str()); });
+      if (s == QV_OK) {
+        succeeded = true;
+        break;
+      }
+      ASSERT_EQ(s, QV_ERR_OUT_OF_HOST_MEMORY) << "allocation " << n << ": " << qv_last_error_message();
+      ASSERT_NO_FATAL_FAILURE(expect_old_file("allocation " + std::to_string(n)));
+    }
+    ASSERT_TRUE(succeeded);
+    std::vector<uint8_t> written;
+    ASSERT_TRUE(ReadFile(old.path, &written));
+    EXPECT_EQ(written, std::vector<uint8_t>(static_cast<uint8_t*>(buffer), static_cast<uint8_t*>(buffer) + size));
+
+    // The disk fills up at every size short of the new file's. Nothing is asserted (or printed)
+    // while the limit holds: it applies to every file the process writes.
+    QV_ASSERT_OK(qv_index_save(index.get(), old.path.c_str()));  // back to a known file...
+    ASSERT_TRUE(ReadFile(old.path, &old.bytes));
+    Index other = MakeIndex(ctx.get(), dim, QV_METRIC_L2, descriptor);  // ... and a different index
+    if (std::string(descriptor).rfind("IVF", 0) == 0) QV_ASSERT_OK(qv_index_train(other.get(), 400, base.data()));
+    QV_ASSERT_OK(qv_index_add(other.get(), 250, base.data(), nullptr));
+    void* other_buffer = nullptr;
+    size_t other_size = 0;
+    QV_ASSERT_OK(qv_index_save_buffer(other.get(), &other_buffer, &other_size));
+    Buffer other_saved(other_buffer);
+    const rlim_t limits[] = {0, 1, 4096, rlim_t(other_size / 2), rlim_t(other_size - 1)};
+    std::vector<qv_status_t> statuses;
+    rlimit previous;
+    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &previous), 0);
+    void (*previous_handler)(int) = std::signal(SIGXFSZ, SIG_IGN);
+    for (rlim_t limit : limits) {
+      rlimit full = previous;
+      full.rlim_cur = limit;
+      if (setrlimit(RLIMIT_FSIZE, &full) != 0) break;
+      statuses.push_back(qv_index_save(other.get(), old.path.c_str()));
+      setrlimit(RLIMIT_FSIZE, &previous);
+      if (statuses.back() != QV_OK) ASSERT_NO_FATAL_FAILURE(expect_old_file("a disk full at " + std::to_string(limit)));
+    }
+    std::signal(SIGXFSZ, previous_handler);
+    ASSERT_EQ(statuses.size(), std::size(limits));
+    for (qv_status_t s : statuses) EXPECT_EQ(s, QV_ERR_IO) << qv_status_string(s);
+    QV_ASSERT_OK(qv_index_save(other.get(), old.path.c_str()));
+    ASSERT_TRUE(ReadFile(old.path, &written));
+    EXPECT_EQ(written, std::vector<uint8_t>(static_cast<uint8_t*>(other_buffer),
+                                            static_cast<uint8_t*>(other_buffer) + other_size));
   }
 }
 
