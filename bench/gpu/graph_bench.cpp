@@ -5,7 +5,8 @@
 // through the C API), entry points a fixed sample.
 //
 // usage: graph_bench --base FILE --query FILE [--degree 32] [--widths 16,32,64,128] [--probes 1]
-//                    [--json FILE]
+//                    [--visited table,bloom,cuckoo] [--json FILE]
+// --visited: the walk's visited sets to sweep (gpu_graph.h's VisitedSet; default the library's, bloom).
 // Built and run by bench/gpu_graph_bench.sh.
 #include <cuda_runtime.h>
 
@@ -39,12 +40,32 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// "table,bloom,cuckoo" (any of them, in any order).
+std::vector<std::pair<std::string, gpu::VisitedSet>> parse_visited(const std::string& list) {
+  std::vector<std::pair<std::string, gpu::VisitedSet>> out;
+  size_t at = 0;
+  while (at <= list.size()) {
+    const size_t end = std::min(list.find(',', at), list.size());
+    const std::string name = list.substr(at, end - at);
+    if (name == "table") out.push_back({name, gpu::VisitedSet::hash_table});
+    else if (name == "bloom") out.push_back({name, gpu::VisitedSet::bloom});
+    else if (name == "cuckoo") out.push_back({name, gpu::VisitedSet::cuckoo});
+    else {
+      std::fprintf(stderr, "graph_bench: --visited takes table, bloom and cuckoo, not \"%s\"\n", name.c_str());
+      std::exit(2);
+    }
+    at = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string base_path, query_path, json_path;
   int64_t degree = 32, probes = 1;
   std::vector<int64_t> widths = {16, 32, 48, 64, 96, 128, 192, 256};
+  std::vector<std::pair<std::string, gpu::VisitedSet>> visited_sets = {{"bloom", gpu::VisitedSet::bloom}};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--base") base_path = argv[i + 1];
@@ -53,6 +74,7 @@ int main(int argc, char** argv) {
     else if (a == "--probes") probes = std::atoll(argv[i + 1]);
     else if (a == "--widths") widths = parse_list(argv[i + 1]);
     else if (a == "--json") json_path = argv[i + 1];
+    else if (a == "--visited") visited_sets = parse_visited(argv[i + 1]);
   }
   int64_t dim = 0, qdim = 0;
   const std::vector<float> base = read_fvecs(base_path, &dim), queries = read_fvecs(query_path, &qdim);
@@ -103,11 +125,13 @@ int main(int argc, char** argv) {
   FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "a");
   std::vector<float> d(size_t(nq * k));
   std::vector<int64_t> ids(size_t(nq * k));
-  std::printf("%8s %10s %12s %12s %14s\n", "width", "recall@10", "ms (10k)", "QPS", "batch-1 ms");
+  std::printf("%8s %8s %10s %12s %12s %14s\n", "visited", "width", "recall@10", "ms (10k)", "QPS", "batch-1 ms");
+  for (const auto& [visited_name, visited] : visited_sets)
   for (int64_t width : widths) {
     gpu::GraphSearchOptions options;
     options.search_width = width;
     options.probes = probes;
+    options.visited = visited;
     std::vector<double> times;
     for (int run = 0; run < 6; ++run) {
       cudaDeviceSynchronize();
@@ -129,15 +153,16 @@ int main(int argc, char** argv) {
       if (run > 0) one.push_back(seconds_since(t));
     }
     std::sort(one.begin(), one.end());
-    std::printf("%8lld %10.4f %12.3f %12.0f %14.4f\n", (long long)width, recall, median * 1e3, double(nq) / median,
-                one[one.size() / 2] * 1e3);
+    std::printf("%8s %8lld %10.4f %12.3f %12.0f %14.4f\n", visited_name.c_str(), (long long)width, recall,
+                median * 1e3, double(nq) / median, one[one.size() / 2] * 1e3);
     if (json)
       std::fprintf(json,
                    "{\"bench\":\"graph_search\",\"device\":\"%s\",\"n\":%lld,\"d\":%lld,\"nq\":%lld,\"k\":10,"
-                   "\"index\":\"Graph%lld (k-NN + reverse)\",\"search_width\":%lld,\"probes\":%lld,\"recall10\":%.4f,"
-                   "\"search_s\":%.6f,\"qps\":%.0f,\"batch1_ms\":%.4f}\n",
-                   prop.name, (long long)n, (long long)dim, (long long)nq, (long long)degree, (long long)width,
-                   (long long)probes, recall, median, double(nq) / median, one[one.size() / 2] * 1e3);
+                   "\"index\":\"Graph%lld (k-NN + reverse)\",\"visited\":\"%s\",\"search_width\":%lld,"
+                   "\"probes\":%lld,\"recall10\":%.4f,\"search_s\":%.6f,\"qps\":%.0f,\"batch1_ms\":%.4f}\n",
+                   prop.name, (long long)n, (long long)dim, (long long)nq, (long long)degree, visited_name.c_str(),
+                   (long long)width, (long long)probes, recall, median, double(nq) / median,
+                   one[one.size() / 2] * 1e3);
   }
   if (json) std::fclose(json);
   return 0;

@@ -5,7 +5,8 @@
 // in shared memory: the query; the queue, W = search_width entries
 // (key, row) sorted by (key, row), a row's top bit marking it expanded (the queue is both SONG's
 // candidate heap q and its result list topk, as one sorted array); the candidates of an iteration;
-// and an open-addressing visited table. Per iteration:
+// and the visited set (an open-addressing table, or SONG's Bloom or Cuckoo filter in the same words:
+// gpu_graph.h's VisitedSet). Per iteration:
 //   1. candidate locating: the `probes` best unexpanded queue entries are marked expanded, and their
 //      neighbour rows not in the visited table become candidates;
 //   2. bulk distance computation: lane teams (4 .. 32 lanes, from the dimension) each take one
@@ -15,7 +16,8 @@
 //      sorted survivors into the queue, and visited deletion (rows pushed out of the queue leave the
 //      table: the queue's last key only falls, so they could never re-enter).
 // The search ends when every queue entry is expanded. The visited table therefore holds the queue's
-// rows plus tombstones; it is rebuilt from the queue when it passes half full.
+// rows plus tombstones; it is rebuilt from the queue when it passes half full (a filter: after as
+// many insertions as the table has words).
 // A half-precision walk reads the graph's 16-bit copy of the vectors (half the bytes) and ends with a
 // re-rank of the queue's rows by float32 distances; a hashed walk reads codes and keys by Hamming
 // distance. (On an H200 the walk is bound by its instruction issue, not by memory: bench/README.md.)
@@ -79,6 +81,7 @@ struct SearchArgs {
   int probes;
   const int32_t* entries;
   int entry_count;
+  int visited;  // VisitedSet
   const uint8_t* filter;  // nullptr: every row may be returned
   int64_t filter_bits;
   float* distances;
@@ -136,6 +139,34 @@ __device__ void table_delete(int32_t* table, int size, int32_t row) {
   }
 }
 
+constexpr int kHashTable = int(VisitedSet::hash_table);
+constexpr int kBloom = int(VisitedSet::bloom);
+constexpr int kCuckoo = int(VisitedSet::cuckoo);
+
+// SONG's Bloom filter over the table's words: 3 bits a row, no deletion.
+constexpr int kBloomHashes = 3;
+__device__ __forceinline__ uint32_t bloom_bit(int32_t row, int h, int bits_log2) {
+  constexpr uint32_t kMultipliers[kBloomHashes] = {2654435761u, 2246822519u, 3266489917u};
+  return (uint32_t(row) * kMultipliers[h] + uint32_t(h) * 0x9e3779b9u) >> (32 - bits_log2);
+}
+
+// A Cuckoo filter over the table's words: buckets of 4 16-bit fingerprints (2 words), a row's
+// fingerprint in one of two buckets (the second from the first and the fingerprint), deletion by
+// removing one copy of the fingerprint. No relocation: a row whose two buckets are full is treated
+// as visited (it is dropped, as a false positive would be); the load stays under half.
+constexpr int kBucketSlots = 4;
+__device__ __forceinline__ uint16_t cuckoo_fingerprint(int32_t row) {
+  const uint32_t f = (uint32_t(row) * 2246822519u) >> 16;
+  return uint16_t(f == 0 ? 1 : f);
+}
+__device__ __forceinline__ uint32_t cuckoo_bucket(int32_t row, int buckets_log2) {
+  return (uint32_t(row) * 2654435761u) >> (32 - buckets_log2);
+}
+__device__ __forceinline__ uint32_t cuckoo_other(uint32_t bucket, uint16_t fingerprint, int buckets_log2) {
+  return (bucket ^ ((uint32_t(fingerprint) * 3266489917u) >> (32 - buckets_log2))) & ((1u << buckets_log2) - 1);
+}
+__device__ __forceinline__ int log2_of(int power_of_two) { return 31 - __clz(power_of_two); }
+
 // Per-warp state: pointers into the warp's shared memory and warp-uniform counters.
 struct Warp {
   float* query;
@@ -150,6 +181,7 @@ struct Warp {
   uint32_t* kept_row;
   int32_t* table;
   int width, candidates, table_size, cur, occupied, lane;
+  int visited;  // VisitedSet: what `table` holds
   // The warps searching this query together (1, or a block's warps) and this warp's place among
   // them: all compute distances, warp 0 alone keeps the queue and the visited table.
   int crew, rank;
@@ -159,6 +191,91 @@ struct Warp {
     else __syncwarp();
   }
 };
+
+// The visited set (w.visited: an open-addressing table of rows, or a Bloom or Cuckoo filter in the
+// same words). Filters answer "visited" for some rows never inserted (false positives: a candidate
+// lost, recall), never the reverse, except a Cuckoo filter after a deletion removed a fingerprint two
+// rows shared: merge_candidates then drops the copy of a row already in the queue.
+
+__device__ bool visited_contains(const Warp& w, int32_t row) {
+  if (w.visited == kHashTable) return table_contains(w.table, w.table_size, row);
+  if (w.visited == kBloom) {
+    const int bits_log2 = log2_of(w.table_size) + 5;
+    const uint32_t* words = reinterpret_cast<const uint32_t*>(w.table);
+    bool all = true;
+#pragma unroll
+    for (int h = 0; h < kBloomHashes; ++h) {
+      const uint32_t b = bloom_bit(row, h, bits_log2);
+      all = all && ((words[b >> 5] >> (b & 31)) & 1u);
+    }
+    return all;
+  }
+  const int buckets_log2 = log2_of(w.table_size / 2);
+  const uint16_t f = cuckoo_fingerprint(row);
+  const uint32_t b1 = cuckoo_bucket(row, buckets_log2), b2 = cuckoo_other(b1, f, buckets_log2);
+  const uint16_t* slots = reinterpret_cast<const uint16_t*>(w.table);
+#pragma unroll
+  for (int i = 0; i < kBucketSlots; ++i)
+    if (slots[b1 * kBucketSlots + i] == f || slots[b2 * kBucketSlots + i] == f) return true;
+  return false;
+}
+
+// Called by the whole warp: each lane with `active` offers its row; true where this lane's row was
+// put in the set (false: it was there, or another lane offers the same row, or a full filter).
+__device__ bool visited_insert(Warp& w, int32_t row, bool active) {
+  if (w.visited == kHashTable) return active && table_insert(w.table, w.table_size, row);
+  // One lane a row: the filters cannot tell two insertions of one row apart.
+  const unsigned same = __match_any_sync(kFullMask, active ? row : -1);
+  if (!active || (same & lanes_below()) != 0) return false;
+  if (w.visited == kBloom) {
+    const int bits_log2 = log2_of(w.table_size) + 5;
+    uint32_t* words = reinterpret_cast<uint32_t*>(w.table);
+    bool was = true;
+#pragma unroll
+    for (int h = 0; h < kBloomHashes; ++h) {
+      const uint32_t b = bloom_bit(row, h, bits_log2), bit = 1u << (b & 31);
+      was = (atomicOr(&words[b >> 5], bit) & bit) != 0 && was;
+    }
+    return !was;
+  }
+  if (visited_contains(w, row)) return false;
+  const int buckets_log2 = log2_of(w.table_size / 2);
+  const uint16_t f = cuckoo_fingerprint(row);
+  const uint32_t b1 = cuckoo_bucket(row, buckets_log2), b2 = cuckoo_other(b1, f, buckets_log2);
+  unsigned short* slots = reinterpret_cast<unsigned short*>(w.table);
+  for (int i = 0; i < 2 * kBucketSlots; ++i) {
+    unsigned short* slot = slots + (i < kBucketSlots ? b1 : b2) * kBucketSlots + i % kBucketSlots;
+    if (*slot == 0 && atomicCAS(slot, (unsigned short)0, (unsigned short)f) == 0) return true;
+  }
+  return false;
+}
+
+__device__ void visited_delete(Warp& w, int32_t row) {
+  if (w.visited == kHashTable) {
+    table_delete(w.table, w.table_size, row);
+  } else if (w.visited == kCuckoo) {
+    const int buckets_log2 = log2_of(w.table_size / 2);
+    const uint16_t f = cuckoo_fingerprint(row);
+    const uint32_t b1 = cuckoo_bucket(row, buckets_log2), b2 = cuckoo_other(b1, f, buckets_log2);
+    unsigned short* slots = reinterpret_cast<unsigned short*>(w.table);
+    for (int i = 0; i < 2 * kBucketSlots; ++i) {
+      unsigned short* slot = slots + (i < kBucketSlots ? b1 : b2) * kBucketSlots + i % kBucketSlots;
+      if (*slot == f && atomicCAS(slot, (unsigned short)f, (unsigned short)0) == f) return;
+    }
+  }  // a Bloom filter deletes nothing: the row stays "visited", which the queue's falling bound allows
+}
+
+// Empties the set (the whole warp).
+__device__ void visited_clear(Warp& w) {
+  const int32_t empty = w.visited == kHashTable ? kEmptySlot : 0;
+  for (int s = w.lane; s < w.table_size; s += kWarp) w.table[s] = empty;
+  __syncwarp();
+}
+
+// Insertions the set takes before it is rebuilt from the queue: the table half full (deleted slots
+// count), a Bloom filter at one row a word (32 bits a row: about 0.07% false positives), a Cuckoo
+// filter at half its slots.
+__device__ int visited_capacity(const Warp& w) { return w.visited == kHashTable ? w.table_size / 2 : w.table_size; }
 
 // 16-byte loads of the element types the walk reads, kept raw (fewer registers) and widened to
 // float a pair at a time.
@@ -286,19 +403,56 @@ __device__ void walk_distances(const SearchArgs& a, Warp& w, int count) {
                                 count);
 }
 
-// Clears the visited table and puts the queue's rows back in it.
+// Clears the visited set and puts the queue's rows back in it.
 __device__ void rebuild_table(Warp& w) {
-  for (int s = w.lane; s < w.table_size; s += kWarp) w.table[s] = kEmptySlot;
-  __syncwarp();
+  visited_clear(w);
   int inserted = 0;
   for (int i0 = 0; i0 < w.width; i0 += kWarp) {
     const int i = i0 + w.lane;
     const uint32_t r = i < w.width ? w.row(w.cur)[i] & ~kExpanded : kNoRow;
-    const bool in = r != kNoRow && table_insert(w.table, w.table_size, int32_t(r));
+    const bool in = visited_insert(w, int32_t(r), r != kNoRow);
     inserted += __popc(__ballot_sync(kFullMask, in));
   }
   w.occupied = inserted;
   __syncwarp();
+}
+
+// Entries before (key, row) in the sorted queue buffer b.
+__device__ int queue_position(const Warp& w, int b, float key, uint32_t row) {
+  int lo = 0, hi = w.width;
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (before(w.key(b)[mid], w.row(b)[mid], key, row)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// Removes from the sorted kept candidates [0, kept) the rows the queue holds already (a Cuckoo
+// filter that lost a row's fingerprint to a deletion); returns how many are left.
+__device__ int drop_rows_in_queue(Warp& w, int kept) {
+  int left = 0;
+  for (int j0 = 0; j0 < kept; j0 += kWarp) {
+    const int j = j0 + w.lane;
+    float kk = 0.0f;
+    uint32_t kr = 0;
+    bool stays = false;
+    if (j < kept) {
+      kk = w.kept_key[j];
+      kr = w.kept_row[j];
+      const int at = queue_position(w, w.cur, kk, kr);
+      stays = !(at < w.width && w.key(w.cur)[at] == kk && (w.row(w.cur)[at] & ~kExpanded) == kr);
+    }
+    const unsigned mask = __ballot_sync(kFullMask, stays);
+    __syncwarp();
+    if (stays) {
+      w.kept_key[left + __popc(mask & lanes_below())] = kk;
+      w.kept_row[left + __popc(mask & lanes_below())] = kr;
+    }
+    left += __popc(mask);
+    __syncwarp();
+  }
+  return left;
 }
 
 // Selected insertion, then the merge of the surviving candidates into the queue (visited deletion of
@@ -313,12 +467,13 @@ __device__ void merge_candidates(Warp& w, int count) {
     const int c = c0 + w.lane;
     float key = 0.0f;
     int32_t r = 0;
-    bool keep = false;
+    bool beats = false;
     if (c < count) {
       key = w.cand_key[c];
       r = w.cand_row[c];
-      keep = before(key, uint32_t(r), worst_key, worst_row) && table_insert(w.table, w.table_size, r);
+      beats = before(key, uint32_t(r), worst_key, worst_row);
     }
+    const bool keep = visited_insert(w, r, beats);
     const unsigned mask = __ballot_sync(kFullMask, keep);
     __syncwarp();
     if (keep) {
@@ -341,6 +496,10 @@ __device__ void merge_candidates(Warp& w, int count) {
     w.kept_row[rank] = r;
   }
   __syncwarp();
+  if (w.visited == kCuckoo) {
+    kept = drop_rows_in_queue(w, kept);
+    if (kept == 0) return;
+  }
   // 3. merge into the other queue buffer: each entry's place is its index plus the entries of the
   // other list before it.
   const int next = 1 - w.cur;
@@ -360,7 +519,7 @@ __device__ void merge_candidates(Warp& w, int count) {
       w.key(next)[pos] = kk;
       w.row(next)[pos] = kr;
     } else {
-      table_delete(w.table, w.table_size, int32_t(kr));
+      visited_delete(w, int32_t(kr));
     }
   }
   for (int i = w.lane; i < W; i += kWarp) {
@@ -377,7 +536,7 @@ __device__ void merge_candidates(Warp& w, int count) {
       w.key(next)[pos] = qk;
       w.row(next)[pos] = qr;
     } else if ((qr & ~kExpanded) != kNoRow) {
-      table_delete(w.table, w.table_size, int32_t(qr & ~kExpanded));
+      visited_delete(w, int32_t(qr & ~kExpanded));
     }
   }
   w.cur = next;
@@ -440,7 +599,7 @@ __device__ void search_query(const SearchArgs& a, Warp& w, int32_t* picked_row, 
       w.key(0)[i] = __int_as_float(0x7f800000);  // +inf
       w.row(0)[i] = kNoRow;
     }
-    for (int s = w.lane; s < L.table; s += kWarp) w.table[s] = kEmptySlot;
+    visited_clear(w);
   }
   w.crew_sync();
 
@@ -476,14 +635,14 @@ __device__ void search_query(const SearchArgs& a, Warp& w, int32_t* picked_row, 
       __syncwarp();
       int found = -1;  // -1: every entry is expanded, the search is over
       if (picked > 0) {
-        if (w.occupied + picked * a.degree > L.table / 2) rebuild_table(w);
+        if (w.occupied + picked * a.degree > visited_capacity(w)) rebuild_table(w);
         found = 0;
         const int total = picked * a.degree;
         for (int j0 = 0; j0 < total; j0 += kWarp) {
           const int j = j0 + w.lane;
           int32_t nb = -1;
           if (j < total) nb = __ldg(a.adjacency + int64_t(picked_row[j / a.degree]) * a.degree + j % a.degree);
-          const bool fresh = nb >= 0 && !table_contains(w.table, L.table, nb);
+          const bool fresh = nb >= 0 && !visited_contains(w, nb);
           const unsigned mask = __ballot_sync(kFullMask, fresh);
           if (fresh) w.cand_row[found + __popc(mask & lanes_below())] = nb;
           found += __popc(mask);
@@ -527,8 +686,9 @@ __device__ void search_query(const SearchArgs& a, Warp& w, int32_t* picked_row, 
 }
 
 // A warp's view of its query's shared memory at `base`.
-__device__ Warp warp_view(const WarpLayout& L, float* base, int crew, int rank) {
+__device__ Warp warp_view(const WarpLayout& L, float* base, int crew, int rank, int visited) {
   Warp w;
+  w.visited = visited;
   w.lane = threadIdx.x % kWarp;
   w.crew = crew;
   w.rank = rank;
@@ -554,7 +714,7 @@ __global__ void __launch_bounds__(kMaxWarpsPerBlock * kWarp, kMinBlocksPerSm) gr
   __shared__ int32_t picked_rows[kMaxWarpsPerBlock][kMaxProbes];
   __shared__ int counts[kMaxWarpsPerBlock];
   const int warp_in_block = threadIdx.x / kWarp;
-  Warp w = warp_view(a.layout, shared + int64_t(warp_in_block) * a.layout.words(), 1, 0);
+  Warp w = warp_view(a.layout, shared + int64_t(warp_in_block) * a.layout.words(), 1, 0, a.visited);
   while (true) {
     unsigned long long q = 0;
     if (w.lane == 0) q = atomicAdd(a.next_query, 1ull);
@@ -572,7 +732,7 @@ __global__ void __launch_bounds__(kMaxCrew * kWarp) graph_search_crew_kernel(Sea
   extern __shared__ __align__(16) float shared[];
   __shared__ int32_t picked_row[kMaxProbes];
   __shared__ int count;
-  Warp w = warp_view(a.layout, shared, blockDim.x / kWarp, threadIdx.x / kWarp);
+  Warp w = warp_view(a.layout, shared, blockDim.x / kWarp, threadIdx.x / kWarp, a.visited);
   search_query<kTeam, T>(a, w, picked_row, &count, blockIdx.x);
 }
 
@@ -662,6 +822,8 @@ void run_search(Resources& resources, const GraphDevice& graph, int64_t nq, cons
           " is above ", kMaxCandidates);
   require(options.warps_per_query >= 0 && options.warps_per_query <= kMaxCrew, "warps_per_query = ",
           options.warps_per_query, " is outside 0 .. ", kMaxCrew);
+  require(int(options.visited) >= kHashTable && int(options.visited) <= kCuckoo, "visited = ", int(options.visited),
+          " is not a VisitedSet");
   if (nq == 0) return;
   require(queries != nullptr && ids != nullptr, "queries and ids must not be null");
 
@@ -712,6 +874,7 @@ void run_search(Resources& resources, const GraphDevice& graph, int64_t nq, cons
   a.nq = nq;
   a.k = int(k);
   a.probes = int(options.probes);
+  a.visited = int(options.visited);
   a.entries = graph.entries.get();
   a.entry_count = int(graph.entries.size());
   a.filter = options.filter.bits != nullptr ? filter.get() : nullptr;
