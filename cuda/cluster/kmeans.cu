@@ -92,11 +92,18 @@ void plan_chunks(const std::vector<int32_t>& counts, std::vector<int64_t>* chunk
 
 // One Lloyd update of the centroids from the labels; the labels' counts in `counts`.
 struct Update {
+  // Chunks: at most n / kChunkPoints full ones, and one partial chunk a label.
   Update(Resources& resources, int64_t n, int64_t k, int64_t dim)
-      : resources(resources), n(n), k(k), dim(dim), keys(resources.pool(), 2 * n), points(resources.pool(), 2 * n),
-        label_counts(resources.pool(), k), first_chunk_dev(resources.pool(), k + 1),
-        // at most one partial chunk per label beyond the full ones
-        chunk_begin_dev(resources.pool(), n / kChunkPoints + k + 1), partial(resources.pool(), (n / kChunkPoints + k) * dim) {
+      : resources(resources),
+        n(n),
+        k(k),
+        dim(dim),
+        keys(resources.pool(), 2 * n),
+        points(resources.pool(), 2 * n),
+        label_counts(resources.pool(), k),
+        first_chunk_dev(resources.pool(), k + 1),
+        chunk_begin_dev(resources.pool(), n / kChunkPoints + k + 1),
+        partial(resources.pool(), (n / kChunkPoints + k) * dim) {
     QV_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, keys.get(), keys.get() + n, points.get(),
                                                   points.get() + n, n, 0, key_bits(), resources.stream(0)));
     sort_workspace = PoolBuffer<char>(resources.pool(), int64_t(std::max<size_t>(sort_bytes, 1)));

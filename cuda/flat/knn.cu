@@ -28,8 +28,9 @@
 //
 // The TF32 pass on a base on the device (dim a multiple of 4 up to 128, kc <= 32, 256 queries or more,
 // 16384 rows or more) is one kernel instead (tf32_select.h): tensor-core products selected where
-// they are computed, each block's splits of the base giving kc candidates per query that one selection merges into the
-// running best. No distance tile is written; the re-rank and the certificate follow as above.
+// they are computed, each block's splits of the base giving kc candidates per query that one
+// selection merges into the running best. No distance tile is written; the re-rank and the
+// certificate follow as above.
 //
 // A base in host memory larger than the streaming budget (ResourcesOptions::stream_bytes) is not
 // copied whole: each pass streams it through two device chunk buffers, chunk i + 1 copied on the
