@@ -83,7 +83,8 @@ struct GraphSearchOptions {
   RowFilter filter;
   // The visited set. The Bloom filter by default: on an H100 (1M x 128, bench/gpu_graph_bench.sh
   // --visited table,bloom,cuckoo) it answers 13-16% more queries a second than the table at widths
-  // 32-128 with the same recall to four decimals; the Cuckoo filter is as fast as the table.
+  // 64-128, 4-7% more at 32-48 and as many at 16-24, with the same recall to four decimals; the
+  // Cuckoo filter is as fast as the table or slower.
   VisitedSet visited = VisitedSet::bloom;
 };
 constexpr int64_t kMaxSearchWidth = 1024;
