@@ -115,6 +115,23 @@ TEST(FaultInjection, WideGraphAddAndRemove) { CheckAddAndRemove("Graph8", QV_MET
 TEST(FaultInjection, ListOfClustersAddAndRemove) { CheckAddAndRemove("LC8", QV_METRIC_L1, 8, false); }
 TEST(FaultInjection, SssAddAndRemove) { CheckAddAndRemove("SSS0.5", QV_METRIC_LINF, 8, false); }
 
+// Trains index on all of base where its kind (IVF) needs it, then adds base's first `rows` vectors.
+void Fill(qv_index_t* index, const char* descriptor, const std::vector<float>& base, int64_t dim, int64_t rows) {
+  const int64_t n = static_cast<int64_t>(base.size()) / dim;
+  if (std::string(descriptor).rfind("IVF", 0) == 0) QV_ASSERT_OK(qv_index_train(index, n, base.data()));
+  QV_ASSERT_OK(qv_index_add(index, rows, base.data(), nullptr));
+}
+
+// The bytes qv_index_save writes for index.
+std::vector<uint8_t> SavedBytes(const qv_index_t* index) {
+  void* buffer = nullptr;
+  size_t size = 0;
+  EXPECT_EQ(qv_index_save_buffer(index, &buffer, &size), QV_OK) << qv_last_error_message();
+  Buffer owned(buffer);
+  const auto* bytes = static_cast<const uint8_t*>(buffer);
+  return std::vector<uint8_t>(bytes, bytes + size);
+}
+
 // Searches, range searches and loads under failing allocations: a status, never a crash or a result.
 TEST(FaultInjection, SearchRangeSaveAndLoad) {
   Context ctx = MakeCpuContext(2);
@@ -123,8 +140,7 @@ TEST(FaultInjection, SearchRangeSaveAndLoad) {
   for (const char* descriptor : {"Flat", "IVF4,Flat", "Graph8", "LC8", "SSS0.5"}) {
     SCOPED_TRACE(descriptor);
     Index index = MakeIndex(ctx.get(), dim, QV_METRIC_L2, descriptor);
-    if (std::string(descriptor).rfind("IVF", 0) == 0) QV_ASSERT_OK(qv_index_train(index.get(), 200, base.data()));
-    QV_ASSERT_OK(qv_index_add(index.get(), 200, base.data(), nullptr));
+    ASSERT_NO_FATAL_FAILURE(Fill(index.get(), descriptor, base, dim, 200));
     void* buffer = nullptr;
     size_t size = 0;
     QV_ASSERT_OK(qv_index_save_buffer(index.get(), &buffer, &size));
@@ -150,7 +166,6 @@ TEST(FaultInjection, SearchRangeSaveAndLoad) {
     EXPECT_EQ(Count(index.get()), 200);
   }
 }
-
 
 // How many allocations call makes when none fails.
 template <typename Call>
@@ -229,18 +244,13 @@ TEST(FaultInjection, FailedSavesLeaveTheExistingFileWhole) {
     ASSERT_TRUE(old.dir.ok());
     {
       Index small = MakeIndex(ctx.get(), dim, QV_METRIC_L2, descriptor);
-      if (std::string(descriptor).rfind("IVF", 0) == 0) QV_ASSERT_OK(qv_index_train(small.get(), 400, base.data()));
-      QV_ASSERT_OK(qv_index_add(small.get(), 100, base.data(), nullptr));
+      ASSERT_NO_FATAL_FAILURE(Fill(small.get(), descriptor, base, dim, 100));
       QV_ASSERT_OK(qv_index_save(small.get(), old.path.c_str()));
       ASSERT_TRUE(ReadFile(old.path, &old.bytes));
     }
     Index index = MakeIndex(ctx.get(), dim, QV_METRIC_L2, descriptor);
-    if (std::string(descriptor).rfind("IVF", 0) == 0) QV_ASSERT_OK(qv_index_train(index.get(), 400, base.data()));
-    QV_ASSERT_OK(qv_index_add(index.get(), 400, base.data(), nullptr));
-    void* buffer = nullptr;
-    size_t size = 0;
-    QV_ASSERT_OK(qv_index_save_buffer(index.get(), &buffer, &size));
-    Buffer saved(buffer);
+    ASSERT_NO_FATAL_FAILURE(Fill(index.get(), descriptor, base, dim, 400));
+    const std::vector<uint8_t> index_bytes = SavedBytes(index.get());
     auto expect_old_file = [&](const std::string& when) {
       std::vector<uint8_t> now;
       ASSERT_TRUE(ReadFile(old.path, &now)) << when;
@@ -267,20 +277,16 @@ TEST(FaultInjection, FailedSavesLeaveTheExistingFileWhole) {
     ASSERT_TRUE(succeeded);
     std::vector<uint8_t> written;
     ASSERT_TRUE(ReadFile(old.path, &written));
-    EXPECT_EQ(written, std::vector<uint8_t>(static_cast<uint8_t*>(buffer), static_cast<uint8_t*>(buffer) + size));
+    EXPECT_EQ(written, index_bytes);
 
     // The disk fills up at every size short of the new file's. Nothing is asserted (or printed)
     // while the limit holds: it applies to every file the process writes.
     QV_ASSERT_OK(qv_index_save(index.get(), old.path.c_str()));  // back to a known file...
     ASSERT_TRUE(ReadFile(old.path, &old.bytes));
     Index other = MakeIndex(ctx.get(), dim, QV_METRIC_L2, descriptor);  // ... and a different index
-    if (std::string(descriptor).rfind("IVF", 0) == 0) QV_ASSERT_OK(qv_index_train(other.get(), 400, base.data()));
-    QV_ASSERT_OK(qv_index_add(other.get(), 250, base.data(), nullptr));
-    void* other_buffer = nullptr;
-    size_t other_size = 0;
-    QV_ASSERT_OK(qv_index_save_buffer(other.get(), &other_buffer, &other_size));
-    Buffer other_saved(other_buffer);
-    const rlim_t limits[] = {0, 1, 4096, rlim_t(other_size / 2), rlim_t(other_size - 1)};
+    ASSERT_NO_FATAL_FAILURE(Fill(other.get(), descriptor, base, dim, 250));
+    const std::vector<uint8_t> other_bytes = SavedBytes(other.get());
+    const rlim_t limits[] = {0, 1, 4096, rlim_t(other_bytes.size() / 2), rlim_t(other_bytes.size() - 1)};
     std::vector<qv_status_t> statuses;
     rlimit previous;
     ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &previous), 0);
@@ -298,8 +304,7 @@ TEST(FaultInjection, FailedSavesLeaveTheExistingFileWhole) {
     for (qv_status_t s : statuses) EXPECT_EQ(s, QV_ERR_IO) << qv_status_string(s);
     QV_ASSERT_OK(qv_index_save(other.get(), old.path.c_str()));
     ASSERT_TRUE(ReadFile(old.path, &written));
-    EXPECT_EQ(written, std::vector<uint8_t>(static_cast<uint8_t*>(other_buffer),
-                                            static_cast<uint8_t*>(other_buffer) + other_size));
+    EXPECT_EQ(written, other_bytes);
   }
 }
 
