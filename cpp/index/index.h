@@ -80,6 +80,9 @@ class Index {
   // Whether the kind's train/add/search read device memory directly (GPU kinds); others get host
   // copies of device inputs.
   virtual bool reads_device_memory() const { return device() == DeviceKind::cuda; }
+  // Whether search writes outputs in its GPU's memory there, with no host round trip (a sharded
+  // index then merges its parts' results on a GPU).
+  virtual bool writes_device_results() const { return false; }
 
   void train(int64_t n, const float* x);
   void add(int64_t n, const float* x, const int64_t* ids);

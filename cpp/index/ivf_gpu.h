@@ -33,6 +33,8 @@ class GpuIvfIndex final : public Index {
   int64_t count() const override { return ids_.size(); }
   bool holds_id(int64_t id) const override { return ids_.list_of(id) >= 0; }
   DeviceKind device() const override { return DeviceKind::cuda; }
+  // Ids on the host ("HostIds") are looked up there.
+  bool writes_device_results() const override { return !spec_.host_ids; }
   MemoryUse memory() const override;
 
   void save_payload(ByteWriter& out) const override;

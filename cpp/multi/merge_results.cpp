@@ -1,6 +1,7 @@
 #include "cpp/multi/merge_results.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace quiver {
 
@@ -16,6 +17,21 @@ struct Closer {
   }
 };
 
+// A k-NN list's entry as merge_knn orders it: ascending (key, id); Head{} is a missing entry.
+struct Head {
+  static constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+  float key = std::numeric_limits<float>::infinity();
+  int64_t id = kNone;
+  // Non-short-circuit: the merge picks among unpredictable heads, so no branch.
+  bool before(const Head& other) const { return (key < other.key) | ((key == other.key) & (id < other.id)); }
+};
+
+Head head_of(const PartResult& part, int64_t at, bool larger_closer) {
+  const int64_t id = part.ids[at];
+  if (id < 0) return Head{};
+  return Head{larger_closer ? -part.distances[at] : part.distances[at], id};
+}
+
 // Queries per pool task: enough to amortise the task, few enough to spread a small batch.
 constexpr int64_t kQueriesPerTask = 64;
 
@@ -23,29 +39,32 @@ constexpr int64_t kQueriesPerTask = 64;
 
 void merge_knn(ThreadPool& pool, Metric metric, int64_t nq, int64_t k, const PartResult* parts, int64_t parts_count,
                float* distances, int64_t* ids) {
-  const Closer closer{larger_is_closer(metric)};
+  const bool larger_closer = larger_is_closer(metric);
   const size_t count = static_cast<size_t>(parts_count);
   const int64_t tasks = (nq + kQueriesPerTask - 1) / kQueriesPerTask;
   pool.parallel_for(tasks, [&](int64_t task) {
-    std::vector<int64_t> head(count);
+    // Each part's head, as an ascending key: the distance (negated where larger is closer), then the
+    // id; a missing entry (id -1) or an exhausted list is (+inf, max id), after every real entry.
+    std::vector<Head> heads(count);
+    std::vector<int64_t> next(count);
     const int64_t end = std::min(nq, (task + 1) * kQueriesPerTask);
     for (int64_t q = task * kQueriesPerTask; q < end; ++q) {
-      std::fill(head.begin(), head.end(), 0);
       const int64_t row = q * k;
+      auto load = [&](size_t p) {
+        const int64_t at = next[p]++;
+        heads[p] = at < k ? head_of(parts[p], row + at, larger_closer) : Head{};
+      };
+      for (size_t p = 0; p < count; ++p) {
+        next[p] = 0;
+        load(p);
+      }
       for (int64_t out = 0; out < k; ++out) {
-        // The closest head among the parts' sorted lists (parts are few: a linear scan).
-        size_t best = count;
-        for (size_t p = 0; p < count; ++p) {
-          if (head[p] == k) continue;
-          const int64_t at = row + head[p];
-          if (best == count || closer(parts[p].distances[at], parts[p].ids[at], parts[best].distances[row + head[best]],
-                                      parts[best].ids[row + head[best]]))
-            best = p;
-        }
-        const int64_t at = row + head[best]++;
-        const bool missing = parts[best].ids[at] < 0;
-        distances[row + out] = missing ? missing_distance(metric) : parts[best].distances[at];
-        ids[row + out] = missing ? -1 : parts[best].ids[at];
+        size_t best = 0;  // parts are few: a linear scan of their heads
+        for (size_t p = 1; p < count; ++p) best = heads[p].before(heads[best]) ? p : best;
+        const bool missing = heads[best].id == Head::kNone;
+        distances[row + out] = missing ? missing_distance(metric) : larger_closer ? -heads[best].key : heads[best].key;
+        ids[row + out] = missing ? -1 : heads[best].id;
+        load(best);
       }
     }
   });

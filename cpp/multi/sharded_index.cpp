@@ -12,9 +12,54 @@ namespace quiver {
 
 namespace {
 
-// Bytes of the shards' result buffers of one search: its queries go in chunks that fit them. A set
-// is kept for the next search (one set per concurrent caller).
+// Bytes of the shards' result buffers of one search, host or device: its queries go in chunks whose
+// results fit half of them (two sets: the merge of one chunk runs while the shards search the next).
+// The buffers are kept for the next search (one set per concurrent caller).
 constexpr int64_t kKeptBufferBytes = int64_t{512} << 20;
+// (Smaller chunks, to hide more of the merges, were no faster: 4 x H100, bench/multi_bench.sh.)
+
+// Queries per chunk of a search whose results take bytes_per_query on all shards.
+int64_t chunk_queries(int64_t bytes_per_query) {
+  return std::max<int64_t>(1, kKeptBufferBytes / (2 * bytes_per_query));
+}
+
+// Searches nq queries in chunks of `chunk`, alternating two buffer sets: search(begin, count, set)
+// fills set 0 or 1 with the shards' results of queries [begin, begin + count), and merge(begin,
+// count, set) merges them, on a thread of its own while the shards search the next chunk.
+template <typename Search, typename Merge>
+void search_in_chunks(int64_t nq, int64_t chunk, Search search, Merge merge) {
+  std::thread merging;
+  std::exception_ptr error, merge_error;  // merge_error: written by the merging thread only
+  auto finish_merge = [&] {
+    if (merging.joinable()) merging.join();
+    if (merge_error && !error) error = merge_error;
+  };
+  for (int64_t begin = 0, round = 0; begin < nq && !error; begin += chunk, ++round) {
+    const int64_t count = std::min(chunk, nq - begin);
+    const int set = static_cast<int>(round % 2);
+    try {
+      search(begin, count, set);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    finish_merge();  // the previous chunk's, whose set the next round reuses
+    if (error) break;
+    auto merge_chunk = [&merge, begin, count, set, &merge_error] {
+      try {
+        merge(begin, count, set);
+      } catch (...) {
+        merge_error = std::current_exception();
+      }
+    };
+    if (begin + count >= nq) {
+      merge_chunk();  // the last chunk: nothing to overlap with
+    } else {
+      merging = std::thread(merge_chunk);
+    }
+  }
+  finish_merge();
+  if (error) std::rethrow_exception(error);
+}
 
 bool out_of_device_memory(const std::exception_ptr& error) {
   try {
@@ -104,64 +149,84 @@ void ShardedIndex::add_batch(const Objects& x, const int64_t* ids) {
 
 void ShardedIndex::search_batch(const Objects& queries, int64_t k, const SearchOptions& options, float* distances,
                                 int64_t* ids) const {
-  const int64_t parts = part_count();
-  if (parts == 1) {
+  if (part_count() == 1) {
     search_in(*parts_[0], queries, k, options, distances, ids);
     return;
   }
-  // Queries go in chunks whose shard results fit the kept buffers: memory stays bounded and the
-  // buffers are reused, not allocated and faulted in, whatever the batch. Two sets of buffers: the
-  // merge of one chunk runs while the shards search the next.
-  const int64_t bytes_per_query = parts * k * static_cast<int64_t>(sizeof(float) + sizeof(int64_t));
-  const int64_t chunk = std::max<int64_t>(1, kKeptBufferBytes / (2 * bytes_per_query));
-  std::vector<PartResult> buffers = take_buffers();
-  buffers.resize(static_cast<size_t>(2 * parts));
-  std::thread merging;
-  std::exception_ptr error, merge_error;  // merge_error: written by the merging thread only
-  auto finish_merge = [&] {
-    if (merging.joinable()) merging.join();
-    if (merge_error && !error) error = merge_error;
-  };
-  for (int64_t begin = 0, round = 0; begin < queries.n && !error; begin += chunk, ++round) {
-    const Objects slice = slice_rows(queries, begin, std::min(chunk, queries.n - begin));
-    PartResult* set = buffers.data() + (round % 2) * parts;
-    for (const std::exception_ptr& failed : run_parts(parts, [&](int64_t p) {
-           set[p].distances.resize(static_cast<size_t>(slice.n * k));
-           set[p].ids.resize(static_cast<size_t>(slice.n * k));
-           search_in(*parts_[p], slice, k, options, set[p].distances.data(), set[p].ids.data());
-         }))
-      if (failed && !error) error = failed;
-    finish_merge();  // the previous chunk's, whose buffers the next round reuses
-    if (error) break;
-    auto merge = [this, set, parts, slice, k, distances, ids, begin, &merge_error] {
-      try {
-        merge_knn(context().pool(), metric(), slice.n, k, set, parts, distances + begin * k, ids + begin * k);
-      } catch (...) {
-        merge_error = std::current_exception();
-      }
-    };
-    if (begin + chunk >= queries.n) {
-      merge();  // the last chunk: nothing to overlap with
-    } else {
-      merging = std::thread(merge);
+  if (merges_on_device()) {
+    try {
+      search_merging_on_device(queries, k, options, distances, ids);
+      return;
+    } catch (const Error& e) {
+      if (e.status() != Status::out_of_device_memory) throw;
+      // No room on the devices for the shards' results: they come to the host.
     }
   }
-  finish_merge();
-  give_back(std::move(buffers));
-  if (error) std::rethrow_exception(error);
+  search_merging_on_host(queries, k, options, distances, ids);
 }
 
-std::vector<PartResult> ShardedIndex::take_buffers() const {
-  std::lock_guard<std::mutex> lock(buffers_mutex_);
-  if (spare_buffers_.empty()) return {};
-  std::vector<PartResult> buffers = std::move(spare_buffers_.back());
-  spare_buffers_.pop_back();
-  return buffers;
+bool ShardedIndex::merges_on_device() const {
+  return std::all_of(parts_.begin(), parts_.end(), [](const auto& part) { return part->writes_device_results(); });
 }
 
-void ShardedIndex::give_back(std::vector<PartResult> buffers) const {
-  std::lock_guard<std::mutex> lock(buffers_mutex_);
-  spare_buffers_.push_back(std::move(buffers));
+void ShardedIndex::search_merging_on_device(const Objects& queries, int64_t k, const SearchOptions& options,
+                                            float* distances, int64_t* ids) const {
+  const int64_t parts = part_count();
+  const int64_t chunk = chunk_queries(parts * k * static_cast<int64_t>(sizeof(float) + sizeof(int64_t)));
+  gpu::Resources& merging = parts_[0]->context().gpu();
+  std::vector<gpu::ResultBufferPtr> buffers = device_buffers_.take();
+  buffers.resize(static_cast<size_t>(2 * parts));
+  auto search = [&](int64_t begin, int64_t count, int set) {
+    run_parts_or_throw(parts, [&](int64_t p) {
+      gpu::ResultBufferPtr& buffer = buffers[set * parts + p];
+      if (!buffer || gpu::result_buffer_entries(*buffer) < count * k) {
+        buffer.reset();  // the old one's memory first
+        buffer = gpu::make_result_buffer(parts_[p]->context().gpu(), chunk * k);
+      }
+      search_in(*parts_[p], slice_rows(queries, begin, count), k, options, gpu::result_distances(*buffer),
+                gpu::result_ids(*buffer));
+    });
+  };
+  auto merge = [&](int64_t begin, int64_t count, int set) {
+    std::vector<const gpu::ResultBuffer*> lists;
+    for (int64_t p = 0; p < parts; ++p) lists.push_back(buffers[set * parts + p].get());
+    gpu::merge_knn(merging, metric(), count, k, lists, distances + begin * k, ids + begin * k);
+  };
+  try {
+    search_in_chunks(queries.n, chunk, search, merge);
+  } catch (...) {
+    device_buffers_.give_back(std::move(buffers));
+    throw;
+  }
+  device_buffers_.give_back(std::move(buffers));
+}
+
+void ShardedIndex::search_merging_on_host(const Objects& queries, int64_t k, const SearchOptions& options,
+                                          float* distances, int64_t* ids) const {
+  const int64_t parts = part_count();
+  const int64_t chunk = chunk_queries(parts * k * static_cast<int64_t>(sizeof(float) + sizeof(int64_t)));
+  std::vector<PartResult> buffers = host_buffers_.take();
+  buffers.resize(static_cast<size_t>(2 * parts));
+  auto search = [&](int64_t begin, int64_t count, int set) {
+    run_parts_or_throw(parts, [&](int64_t p) {
+      PartResult& buffer = buffers[set * parts + p];
+      buffer.distances.resize(static_cast<size_t>(count * k));
+      buffer.ids.resize(static_cast<size_t>(count * k));
+      search_in(*parts_[p], slice_rows(queries, begin, count), k, options, buffer.distances.data(),
+                buffer.ids.data());
+    });
+  };
+  auto merge = [&](int64_t begin, int64_t count, int set) {
+    merge_knn(context().pool(), metric(), count, k, buffers.data() + set * parts, parts, distances + begin * k,
+              ids + begin * k);
+  };
+  try {
+    search_in_chunks(queries.n, chunk, search, merge);
+  } catch (...) {
+    host_buffers_.give_back(std::move(buffers));
+    throw;
+  }
+  host_buffers_.give_back(std::move(buffers));
 }
 
 RangeResult ShardedIndex::range_search_batch(const Objects& queries, float radius, const SearchOptions& options) const {

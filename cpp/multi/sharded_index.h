@@ -1,14 +1,39 @@
 // "Sharded<S>,<kind>": the data split over S parts, each an index of <kind> on one device. Adds go to
 // the shards with the fewest objects (a shard whose device runs out of memory takes no more of that
-// add), every query searches every shard at once, and the shards' results are merged on the host.
+// add), every query searches every shard at once, and the shards' results are merged: on a GPU when
+// every shard searches into its GPU's memory (GPU IVF kinds), else on the host.
 #pragma once
 
 #include <mutex>
+#include <utility>
 
+#include "cpp/backend/gpu_multi.h"
 #include "cpp/multi/composite_index.h"
 #include "cpp/multi/merge_results.h"
 
 namespace quiver {
+
+// Sets of buffers kept between calls, one set per concurrent caller: a kept buffer is neither
+// allocated nor faulted in again.
+template <typename Set>
+class KeptSets {
+ public:
+  Set take() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (spare_.empty()) return {};
+    Set set = std::move(spare_.back());
+    spare_.pop_back();
+    return set;
+  }
+  void give_back(Set set) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    spare_.push_back(std::move(set));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<Set> spare_;
+};
 
 class ShardedIndex : public CompositeIndex {
  public:
@@ -26,14 +51,18 @@ class ShardedIndex : public CompositeIndex {
   RangeResult range_search_batch(const Objects& queries, float radius, const SearchOptions& options) const override;
 
  private:
-  // The shards' k-NN result buffers (bounded: a search goes through them in chunks of queries), kept
-  // between searches: a kept buffer is neither allocated nor faulted in again (at k = 100 that is
-  // otherwise much of a search's host time).
-  std::vector<PartResult> take_buffers() const;
-  void give_back(std::vector<PartResult> buffers) const;
+  // Whether every shard writes its results in its GPU's memory: they are then merged on a GPU.
+  bool merges_on_device() const;
+  void search_merging_on_device(const Objects& queries, int64_t k, const SearchOptions& options, float* distances,
+                                int64_t* ids) const;
+  void search_merging_on_host(const Objects& queries, int64_t k, const SearchOptions& options, float* distances,
+                              int64_t* ids) const;
 
-  mutable std::mutex buffers_mutex_;
-  mutable std::vector<std::vector<PartResult>> spare_buffers_;
+  // The shards' k-NN result buffers (bounded: a search goes through them in chunks of queries), on
+  // the host (at k = 100 allocating and faulting them in is otherwise much of a search's host time)
+  // or on the shards' devices.
+  mutable KeptSets<std::vector<PartResult>> host_buffers_;
+  mutable KeptSets<std::vector<gpu::ResultBufferPtr>> device_buffers_;
 };
 
 // How many of n new objects each shard takes so that the counts even out, shards marked full taking

@@ -1,0 +1,153 @@
+// gpu::merge_knn (cuda/multi/): parts' k-NN lists merged on a GPU, against the host merge
+// (cpp/multi/merge_results.h) on lists with ties within and across parts, short rows (missing
+// entries), either metric direction and k from 1 to the largest; parts on the test device and, where
+// there are several GPUs, on another device too.
+#include <numeric>
+
+#include "cpp/backend/gpu_multi.h"
+#include "cpp/core/error.h"
+#include "cpp/core/thread_pool.h"
+#include "cpp/multi/merge_results.h"
+#include "gpu_testing.h"
+
+namespace quiver::testing {
+namespace {
+
+// `parts` lists of nq x k, each row sorted closest first (equal distances by id): distances from 8
+// values (many ties), ids distinct within a query across all parts, a quarter of the rows short.
+std::vector<PartResult> random_lists(int64_t parts, int64_t nq, int64_t k, Metric metric, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const bool larger_closer = larger_is_closer(metric);
+  std::vector<PartResult> lists(static_cast<size_t>(parts));
+  std::vector<int64_t> slots(static_cast<size_t>(2 * k));
+  for (int64_t p = 0; p < parts; ++p) {
+    PartResult& list = lists[p];
+    list.distances.assign(static_cast<size_t>(nq * k), missing_distance(metric));
+    list.ids.assign(static_cast<size_t>(nq * k), -1);
+    for (int64_t q = 0; q < nq; ++q) {
+      const int64_t present = rng() % 4 == 0 ? static_cast<int64_t>(rng() % (k + 1)) : k;
+      std::iota(slots.begin(), slots.end(), 0);
+      std::shuffle(slots.begin(), slots.end(), rng);
+      std::vector<std::pair<float, int64_t>> row;
+      for (int64_t j = 0; j < present; ++j) row.emplace_back(static_cast<float>(rng() % 8) - 3.0f, slots[j] * parts + p);
+      std::sort(row.begin(), row.end(), [&](const auto& a, const auto& b) {
+        if (a.first != b.first) return larger_closer ? a.first > b.first : a.first < b.first;
+        return a.second < b.second;
+      });
+      for (int64_t j = 0; j < present; ++j) {
+        list.distances[q * k + j] = row[j].first;
+        list.ids[q * k + j] = row[j].second;
+      }
+    }
+  }
+  return lists;
+}
+
+struct Merged {
+  std::vector<float> distances;
+  std::vector<int64_t> ids;
+};
+
+Merged merge_on_host(Metric metric, int64_t nq, int64_t k, const std::vector<PartResult>& lists) {
+  Merged m{std::vector<float>(static_cast<size_t>(nq * k)), std::vector<int64_t>(static_cast<size_t>(nq * k))};
+  ThreadPool pool(2);
+  merge_knn(pool, metric, nq, k, lists.data(), static_cast<int64_t>(lists.size()), m.distances.data(), m.ids.data());
+  return m;
+}
+
+// Each list uploaded to a result buffer of resources[p % resources.size()], merged on the first.
+Merged merge_on_device(const std::vector<gpu::Resources*>& resources, Metric metric, int64_t nq, int64_t k,
+                       const std::vector<PartResult>& lists, bool device_outputs = false) {
+  std::vector<gpu::ResultBufferPtr> buffers;
+  std::vector<const gpu::ResultBuffer*> parts;
+  for (size_t p = 0; p < lists.size(); ++p) {
+    gpu::Resources& r = *resources[p % resources.size()];
+    buffers.push_back(gpu::make_result_buffer(r, nq * k));
+    gpu::copy_memory(r, gpu::result_distances(*buffers.back()), lists[p].distances.data(), nq * k * 4);
+    gpu::copy_memory(r, gpu::result_ids(*buffers.back()), lists[p].ids.data(), nq * k * 8);
+    parts.push_back(buffers.back().get());
+  }
+  Merged m{std::vector<float>(static_cast<size_t>(nq * k)), std::vector<int64_t>(static_cast<size_t>(nq * k))};
+  if (!device_outputs) {
+    gpu::merge_knn(*resources.front(), metric, nq, k, parts, m.distances.data(), m.ids.data());
+    return m;
+  }
+  DeviceArray<float> distances(static_cast<size_t>(nq * k));
+  DeviceArray<int64_t> ids(static_cast<size_t>(nq * k));
+  gpu::merge_knn(*resources.front(), metric, nq, k, parts, distances.get(), ids.get());
+  m.distances = distances.to_host();
+  m.ids = ids.to_host();
+  return m;
+}
+
+void expect_same(const Merged& got, const Merged& want) {
+  EXPECT_EQ(got.ids, want.ids);
+  ASSERT_EQ(got.distances.size(), want.distances.size());
+  for (size_t i = 0; i < got.distances.size(); ++i) ASSERT_EQ(got.distances[i], want.distances[i]) << i;
+}
+
+TEST(GpuMergeKnn, MatchesTheHostMerge) {
+  QV_REQUIRE_GPU();
+  const std::vector<gpu::Resources*> one{&shared_resources()};
+  uint64_t seed = 1;
+  for (Metric metric : {Metric::l2, Metric::inner_product}) {
+    for (int64_t parts : {1, 2, 3, 5}) {
+      for (int64_t k : {1, 7, 100}) {
+        for (int64_t nq : {1, 37}) {
+          SCOPED_TRACE(::testing::Message() << "metric " << int(metric) << " parts " << parts << " k " << k << " nq " << nq);
+          const std::vector<PartResult> lists = random_lists(parts, nq, k, metric, seed++);
+          expect_same(merge_on_device(one, metric, nq, k, lists), merge_on_host(metric, nq, k, lists));
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuMergeKnn, LargestKAndDeviceOutputs) {
+  QV_REQUIRE_GPU();
+  const std::vector<gpu::Resources*> one{&shared_resources()};
+  const int64_t k = 2048, nq = 3;
+  const std::vector<PartResult> lists = random_lists(4, nq, k, Metric::l2, 99);
+  const Merged want = merge_on_host(Metric::l2, nq, k, lists);
+  expect_same(merge_on_device(one, Metric::l2, nq, k, lists), want);
+  expect_same(merge_on_device(one, Metric::l2, nq, k, lists, true), want);
+}
+
+TEST(GpuMergeKnn, PartsOnAnotherDevice) {
+  QV_REQUIRE_GPU();
+  const int other = gpu::device_count() - 1 == test_device() ? 0 : gpu::device_count() - 1;
+  gpu::ResourcesOptions options;
+  options.device = other;  // the test device itself on a machine of one GPU
+  gpu::ResourcesPtr elsewhere = gpu::make_resources(options);
+  const std::vector<gpu::Resources*> two{&shared_resources(), elsewhere.get()};
+  const int64_t k = 33, nq = 51;
+  for (int64_t parts : {2, 3}) {
+    const std::vector<PartResult> lists = random_lists(parts, nq, k, Metric::inner_product, 7 + parts);
+    expect_same(merge_on_device(two, Metric::inner_product, nq, k, lists),
+                merge_on_host(Metric::inner_product, nq, k, lists));
+  }
+}
+
+TEST(GpuMergeKnn, BadArgumentsAreRefused) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& r = shared_resources();
+  gpu::ResultBufferPtr small = gpu::make_result_buffer(r, 10);
+  std::vector<float> d(20);
+  std::vector<int64_t> ids(20);
+  auto status_of = [&](const std::vector<const gpu::ResultBuffer*>& parts, int64_t nq, int64_t k) {
+    try {
+      gpu::merge_knn(r, Metric::l2, nq, k, parts, d.data(), ids.data());
+    } catch (const Error& e) {
+      return e.status();
+    }
+    return Status::ok;
+  };
+  EXPECT_EQ(status_of({}, 1, 1), Status::invalid_argument);
+  EXPECT_EQ(status_of({small.get()}, 2, 10), Status::invalid_argument);  // 20 entries asked of 10
+  EXPECT_EQ(status_of({small.get()}, 1, 0), Status::invalid_argument);
+  EXPECT_EQ(status_of({small.get(), nullptr}, 1, 1), Status::invalid_argument);
+  EXPECT_EQ(status_of({small.get()}, 2, 5), Status::ok);
+}
+
+}  // namespace
+}  // namespace quiver::testing
