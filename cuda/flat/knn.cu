@@ -44,6 +44,13 @@
 // from host memory: they are gathered on the host and copied into chunk 0, where the same re-rank
 // kernel reads them (bit-identical keys); fp16's range check then happens after the search, still
 // before any output is written.
+//
+// The code follows a pass in stages (run_pass, over one Pass): upload the queries, choose the GEMM's
+// operands (half copies), allocate the certificate's statistics, plan the tiles (or the fused kernel),
+// allocate the search's and the results' buffers, start the streams; then search a base on the device
+// (search_resident) or stream it (search_streamed: upload_chunk, stage_chunk, search_chunk), each
+// query tile ending in finish_query_tile; then deliver_results. knn runs the passes: the first over
+// every query, then the SGEMM and direct passes (run_subset) over the queries still unproven.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -96,6 +103,7 @@ constexpr int64_t kFusedQueryRows = 16384;
 // more than the tiles' write and read (H100, 1M queries against 1024 rows, k = 1: 14.4 ms fused).
 constexpr int64_t kMinFusedRows = 16384;
 
+// The indices of Resources' events; Pass's accessors (chain_event() ...) name them by use.
 constexpr int kChainEvent = 0;    // after the latest selection or finalize
 constexpr int kTileDoneEvent = 1;  // and 2: a query tile's results are final (alternating)
 constexpr int kInputsEvent = 3;   // inputs uploaded and norms computed (on stream 0)
@@ -301,134 +309,288 @@ void centre_base(Shared& sh) {
   sh.centred = true;
 }
 
-// One pass over the base for nq queries (host or device memory): distances and ids (nq x k, host or
-// device) written, and with spec.certify, (*flags)[q] = whether query q's result is certified.
-// Returns with every stream idle.
-void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const PassSpec& spec, float* distances,
-              int64_t* ids, std::vector<uint8_t>* flags) {
-  Resources& resources = *sh.resources;
-  const int device = resources.device();
-  DevicePool& pool = resources.pool();
-  HostStaging& staging = resources.staging();
-  cudaStream_t s0 = resources.stream(0);
-  const bool l2 = sh.l2;
-  const int64_t n = sh.n, dim = sh.dim;
-  const float* base = sh.base;
-  const float* base_norms = sh.base_norms;
-  const bool direct = spec.kind == TileKind::direct;
-  const bool half = is_half(spec.kind);
-  const ComputeMode mode = gemm_mode(spec.kind);
-  const int64_t kc = spec.kc;
-  const bool streamed = sh.streamed;
-  const int64_t chunk_rows = sh.chunk_rows;
-  const bool norms_on_device = sh.norms_on_device;
-  const float* y = sh.y;
-  const float* y_norms = sh.y_norms;
-  const bool outputs_on_device = memory_kind(distances, device) == MemoryKind::device &&
-                                 memory_kind(ids, device) == MemoryKind::device;
+// One pass's state, shared by run_pass's stages: its inputs, what the stages derive from them, and
+// the device buffers, declared in the order they are allocated (so they return to the pool in the
+// reverse order).
+struct Pass {
+  Pass(Shared& shared, const float* query_data, int64_t query_count, int64_t result_k, const PassSpec& pass_spec,
+       float* distances_out, int64_t* ids_out, std::vector<uint8_t>* flags_out);
 
-  PoolBuffer<float> query_copy;
-  const float* x = queries;
-  if (memory_kind(queries, device) != MemoryKind::device) {
-    query_copy = PoolBuffer<float>(pool, nq * dim);
-    copy_to_device(staging, device, query_copy.get(), queries, size_t(nq * dim) * sizeof(float), s0);
-    x = query_copy.get();
-  }
-  // Centred passes: the GEMMs, the TF32 kernel and the certificate's statistics read the centred
-  // rows (xc, yc, yc_norms; a streamed base's chunks are centred in place); the re-rank and the
-  // direct tiles the original ones (x, y).
-  const bool centred = spec.centred;
-  PoolBuffer<float> query_centred;
-  const float* xc = x;
-  const float* yc = centred && !streamed ? sh.centred_base.get() : y;
-  const float* yc_norms = centred && !streamed ? sh.centred_norms.get() : y_norms;
-  if (centred) {
-    query_centred = PoolBuffer<float>(pool, nq * dim);
-    launch_centre(x, nq, dim, sh.centre.get(), query_centred.get(), s0);
-    xc = query_centred.get();
-  }
-  // The GEMM's operands: the floats, or their half copies (rows padded to half_row_stride).
-  const void* gemm_y = yc;
-  const void* gemm_x = xc;
-  int64_t depth = dim;
-  PoolBuffer<uint16_t> base_half, query_half;
-  PoolBuffer<int> overflow;  // base, queries; then (16-bit tiles, fp16) their largest magnitudes' bits
+  // The stages, in the order run_pass calls them.
+  void upload_queries();
+  void choose_gemm_operands();
+  void allocate_certificate();
+  void plan_search();
+  void allocate_search();
+  void allocate_results();
+  void start_streams();
+  void search_resident();
+  void search_streamed();
+  void deliver_results();
+
+  // Their steps.
+  void check_overflow();
+  void gather_base_stats(const float* rows, const float* norms, int64_t count, cudaStream_t stream);
+  cudaStream_t search_tile(int64_t q0, int64_t rows, int64_t c0, int64_t cols, const void* tile_y, const float* bias);
+  cudaStream_t search_fused(int64_t q0, int64_t rows);
+  void upload_chunk(int64_t chunk);
+  struct ChunkOperands {
+    const void* gemm_y = nullptr;  // the chunk's tile operand (floats or half copy)
+    const float* bias = nullptr;   // its norms (L2 GEMM tiles), else null
+  };
+  ChunkOperands stage_chunk(int64_t chunk);
+  cudaStream_t search_chunk(int64_t chunk, cudaStream_t stream);
+  void rerank_from_host(int64_t q0, int64_t rows, cudaStream_t stream);
+  void rerank_query_tile(int64_t q0, int64_t rows, cudaStream_t stream);
+  void finish_query_tile(int64_t q0, int64_t rows, int64_t t, cudaStream_t stream);
+  void download(int64_t q0, int64_t rows, int tile_parity);
+
+  // The resources' events, by what they mark (the k...Event indices above).
+  cudaEvent_t chain_event() const { return resources.event(kChainEvent); }
+  cudaEvent_t tile_done_event(int parity) const { return resources.event(kTileDoneEvent + parity); }
+  cudaEvent_t inputs_event() const { return resources.event(kInputsEvent); }
+  cudaEvent_t chunk_copied_event(int b) const { return resources.event(kChunkCopiedEvent + b); }
+  cudaEvent_t chunk_free_event(int b) const { return resources.event(kChunkFreeEvent + b); }
+  cudaEvent_t chunk_ready_event() const { return resources.event(kChunkReadyEvent); }
+  cudaEvent_t stats_event() const { return resources.event(kStatsEvent); }
+
+  // ---- the inputs and what follows from them ----
+  Shared& sh;
+  Resources& resources;
+  const int device;
+  DevicePool& pool;
+  HostStaging& staging;
+  const cudaStream_t s0;
+  const cudaStream_t copy_stream;
+  const PassSpec& spec;
+  const float* const queries;
+  const int64_t nq, k;
+  float* const distances;
+  int64_t* const ids;
+  std::vector<uint8_t>* const flags;
+  const bool l2;
+  const int64_t n, dim;
+  const float* const base;
+  const float* const base_norms;
+  const bool direct;
+  const bool half;
+  const ComputeMode mode;
+  const int64_t kc;
+  const bool streamed;
+  const int64_t chunk_rows;
+  const bool norms_on_device;
+  const float* const y;
+  const float* const y_norms;
+  const bool outputs_on_device;
+  const bool centred;
   // 16-bit distance tiles (bf16, and fp16 on an unstreamed base): the GEMM writes its tile in the
   // inputs' type and the selection reads it: half the bytes of a float tile each way. The candidates
   // are re-ranked exactly as with float tiles. fp16 tiles hold alpha * tile_scale * <x, y>, the power
   // of two tile_scale keeping every entry within half's range (fp16_tile_scale, from the largest
   // magnitudes of the base and queries); a streamed base's are not known before its first tile, so
   // fp16 streams through float tiles (its candidates may then differ from the unstreamed search's).
-  const bool key16 = half && (!streamed || mode == ComputeMode::bf16);
-  float tile_scale = 1.f;
-  int flags_h[4] = {0, 0, 0, 0};
-  // fp16: refuses values beyond half's range (after the conversions queued on s0).
-  auto check_overflow = [&] {
-    if (mode != ComputeMode::fp16) return;
-    QV_CUDA_CHECK(cudaMemcpyAsync(flags_h, overflow.get(), sizeof flags_h, cudaMemcpyDeviceToHost, s0));
-    QV_CUDA_CHECK(cudaStreamSynchronize(s0));
-    if (flags_h[0] != 0 || flags_h[1] != 0)
-      fail(Status::invalid_argument, "mode fp16: ", flags_h[0] != 0 ? "base" : "query",
-           " values beyond the half-precision range (magnitude above 65504); use bf16, tf32 or fp32");
-  };
-  if (half) {
-    depth = half_row_stride(dim);
-    query_half = PoolBuffer<uint16_t>(pool, nq * depth);
-    overflow = PoolBuffer<int>(pool, 4);
-    QV_CUDA_CHECK(cudaMemsetAsync(overflow.get(), 0, 4 * sizeof(int), s0));
-    unsigned* max_abs =
-        key16 && mode == ComputeMode::fp16 ? reinterpret_cast<unsigned*>(overflow.get() + 2) : nullptr;
-    launch_to_half(x, nq, dim, mode, query_half.get(), overflow.get() + 1, max_abs ? max_abs + 1 : nullptr, s0);
-    if (!streamed) {
-      base_half = PoolBuffer<uint16_t>(pool, n * depth);
-      launch_to_half(y, n, dim, mode, base_half.get(), overflow.get(), max_abs, s0);
-      check_overflow();
-      gemm_y = base_half.get();
-      if (mode == ComputeMode::fp16) {
-        float max_y = 0.f, max_x = 0.f;
-        std::memcpy(&max_y, &flags_h[2], sizeof max_y);
-        std::memcpy(&max_x, &flags_h[3], sizeof max_x);
-        tile_scale = fp16_tile_scale(l2 ? -2.f : -1.f, dim, max_x, max_y);
-      }
-    }
-    gemm_x = query_half.get();
-  }
+  const bool key16;
+  const float alpha;
+  const size_t gemm_value_bytes;
+  // L2 on exact float inputs needs only max ||y||^2, which the norms give without reading the rows.
+  const bool stats_read_rows;
+  const float norms_scale;
+  // A 16-bit tile's rows start 16-byte aligned (ld a multiple of 8); it takes half the floats.
+  const int64_t tile_align;
+  // (The caller's norms are of the original rows: a centred chunk's are computed.)
+  const bool chunk_needs_norms;
+  const int64_t gather_queries;  // streamed re-rank: queries whose candidates chunk 0 holds at once
 
-  // ---- the certificate's statistics (certify.h) ----
+  // ---- upload_queries ----
+  // Centred passes: the GEMMs, the TF32 kernel and the certificate's statistics read the centred
+  // rows (xc, yc, yc_norms; a streamed base's chunks are centred in place); the re-rank and the
+  // direct tiles the original ones (x, y).
+  PoolBuffer<float> query_copy;
+  const float* x = nullptr;
+  PoolBuffer<float> query_centred;
+  const float* xc = nullptr;
+  const float* yc = nullptr;
+  const float* yc_norms = nullptr;
+  // ---- choose_gemm_operands: the floats, or their half copies (rows padded to half_row_stride) ----
+  const void* gemm_y = nullptr;
+  const void* gemm_x = nullptr;
+  int64_t depth = 0;
+  PoolBuffer<uint16_t> base_half, query_half;
+  PoolBuffer<int> overflow;  // base, queries; then (16-bit tiles, fp16) their largest magnitudes' bits
+  float tile_scale = 1.f;
+  int flags_h[4] = {0, 0, 0, 0};  // check_overflow's host copy of overflow
+  // ---- allocate_certificate: the certificate's statistics (certify.h) ----
   PoolBuffer<double> query_stats;
   PoolBuffer<unsigned> base_stats;
   PoolBuffer<uint8_t> flags_device;
-  // L2 on exact float inputs needs only max ||y||^2, which the norms give without reading the rows.
-  const bool stats_read_rows = spec.model.rounded_inputs || !l2;
-  const float norms_scale = static_cast<float>(1 + 2 * spec.model.norms);
-  auto gather_base_stats = [&](const float* rows, const float* norms, int64_t count, cudaStream_t stream) {
-    if (stats_read_rows) {
-      launch_base_stats(rows, count, dim, base_stats.get(), stream);
-    } else {
-      launch_norms_max(norms, count, norms_scale, base_stats.get(), stream);
-    }
-  };
-  if (spec.certify) {
-    query_stats = PoolBuffer<double>(pool, 2 * nq);
-    base_stats = PoolBuffer<unsigned>(pool, kBaseStatsCount);
-    flags_device = PoolBuffer<uint8_t>(pool, nq);
-  }
+  // ---- plan_search ----
+  bool fused = false;
+  TilePlan plan{};
+  int64_t splits = 0;
+  int64_t workspace_bytes = 0;
+  int64_t rerank_workspace_bytes = 0;
+  // ---- allocate_search ----
+  PoolBuffer<float> tiles[2];
+  PoolBuffer<float> split_keys;  // fused: each query's kc best of each split
+  PoolBuffer<int32_t> split_rows;
+  PoolBuffer<char> workspace;
+  PoolBuffer<float> best_keys;  // the running kc best of each query
+  PoolBuffer<int32_t> best_rows;
+  PoolBuffer<float> rerank_keys, final_keys;  // exact keys of the candidates, the k best
+  PoolBuffer<int32_t> final_rows;
+  PoolBuffer<char> rerank_workspace;
+  PoolBuffer<float> chunk_floats[2], chunk_norms[2];
+  PoolBuffer<uint16_t> chunk_half[2];
+  PoolBuffer<int32_t> gather_rows;
+  // ---- allocate_results ----
+  PoolBuffer<float> out_distances;
+  PoolBuffer<int64_t> out_ids;
+  float* result_d = nullptr;
+  int64_t* result_i = nullptr;
+  uint8_t* result_flags = nullptr;
+  int64_t packed_bytes = 0;
+  bool packed = false;
+  PoolBuffer<char> packed_results;
+  // ---- the search ----
+  int64_t step = 0;  // tiles so far; its parity picks the stream and the buffer
+  std::vector<int32_t> candidates, positions;  // rerank_from_host's host copies
+  std::vector<float> gathered;
+  int64_t pending = -1;  // query tile whose results still go to the host
+  int64_t pending_rows = 0;
+};
 
+// Derives what the stages share from the inputs; no CUDA work.
+Pass::Pass(Shared& shared, const float* query_data, int64_t query_count, int64_t result_k, const PassSpec& pass_spec,
+           float* distances_out, int64_t* ids_out, std::vector<uint8_t>* flags_out)
+    : sh(shared),
+      resources(*shared.resources),
+      device(resources.device()),
+      pool(resources.pool()),
+      staging(resources.staging()),
+      s0(resources.stream(0)),
+      copy_stream(resources.stream(Resources::kCopyStream)),
+      spec(pass_spec),
+      queries(query_data),
+      nq(query_count),
+      k(result_k),
+      distances(distances_out),
+      ids(ids_out),
+      flags(flags_out),
+      l2(shared.l2),
+      n(shared.n),
+      dim(shared.dim),
+      base(shared.base),
+      base_norms(shared.base_norms),
+      direct(pass_spec.kind == TileKind::direct),
+      half(is_half(pass_spec.kind)),
+      mode(gemm_mode(pass_spec.kind)),
+      kc(pass_spec.kc),
+      streamed(shared.streamed),
+      chunk_rows(shared.chunk_rows),
+      norms_on_device(shared.norms_on_device),
+      y(shared.y),
+      y_norms(shared.y_norms),
+      outputs_on_device(memory_kind(distances_out, device) == MemoryKind::device &&
+                        memory_kind(ids_out, device) == MemoryKind::device),
+      centred(pass_spec.centred),
+      key16(half && (!streamed || mode == ComputeMode::bf16)),
+      alpha(l2 ? -2.f : -1.f),
+      gemm_value_bytes(half ? sizeof(uint16_t) : sizeof(float)),
+      stats_read_rows(pass_spec.model.rounded_inputs || !l2),
+      norms_scale(static_cast<float>(1 + 2 * pass_spec.model.norms)),
+      tile_align(key16 ? 8 : 4),
+      chunk_needs_norms(l2 && !direct && (!norms_on_device || centred)),
+      gather_queries(std::max<int64_t>(1, chunk_rows / kc)) {}
+
+// The queries on the device (x), and for centred passes their centred copy (xc).
+void Pass::upload_queries() {
+  x = queries;
+  if (memory_kind(queries, device) != MemoryKind::device) {
+    query_copy = PoolBuffer<float>(pool, nq * dim);
+    copy_to_device(staging, device, query_copy.get(), queries, size_t(nq * dim) * sizeof(float), s0);
+    x = query_copy.get();
+  }
+  xc = x;
+  yc = centred && !streamed ? sh.centred_base.get() : y;
+  yc_norms = centred && !streamed ? sh.centred_norms.get() : y_norms;
+  if (centred) {
+    query_centred = PoolBuffer<float>(pool, nq * dim);
+    launch_centre(x, nq, dim, sh.centre.get(), query_centred.get(), s0);
+    xc = query_centred.get();
+  }
+}
+
+// The GEMM's operands: the (centred) floats, or for the 16-bit modes their half copies, made here
+// for the queries and an unstreamed base (a streamed base's with each chunk).
+void Pass::choose_gemm_operands() {
+  gemm_y = yc;
+  gemm_x = xc;
+  depth = dim;
+  if (!half) return;
+  depth = half_row_stride(dim);
+  query_half = PoolBuffer<uint16_t>(pool, nq * depth);
+  overflow = PoolBuffer<int>(pool, 4);
+  QV_CUDA_CHECK(cudaMemsetAsync(overflow.get(), 0, 4 * sizeof(int), s0));
+  unsigned* max_abs =
+      key16 && mode == ComputeMode::fp16 ? reinterpret_cast<unsigned*>(overflow.get() + 2) : nullptr;
+  launch_to_half(x, nq, dim, mode, query_half.get(), overflow.get() + 1, max_abs ? max_abs + 1 : nullptr, s0);
+  if (!streamed) {
+    base_half = PoolBuffer<uint16_t>(pool, n * depth);
+    launch_to_half(y, n, dim, mode, base_half.get(), overflow.get(), max_abs, s0);
+    check_overflow();
+    gemm_y = base_half.get();
+    if (mode == ComputeMode::fp16) {
+      float max_y = 0.f, max_x = 0.f;
+      std::memcpy(&max_y, &flags_h[2], sizeof max_y);
+      std::memcpy(&max_x, &flags_h[3], sizeof max_x);
+      tile_scale = fp16_tile_scale(l2 ? -2.f : -1.f, dim, max_x, max_y);
+    }
+  }
+  gemm_x = query_half.get();
+}
+
+// fp16: refuses values beyond half's range (after the conversions queued on s0).
+void Pass::check_overflow() {
+  if (mode != ComputeMode::fp16) return;
+  QV_CUDA_CHECK(cudaMemcpyAsync(flags_h, overflow.get(), sizeof flags_h, cudaMemcpyDeviceToHost, s0));
+  QV_CUDA_CHECK(cudaStreamSynchronize(s0));
+  if (flags_h[0] != 0 || flags_h[1] != 0)
+    fail(Status::invalid_argument, "mode fp16: ", flags_h[0] != 0 ? "base" : "query",
+         " values beyond the half-precision range (magnitude above 65504); use bf16, tf32 or fp32");
+}
+
+// Certified passes: room for the queries' and the base's statistics and the per-query flags.
+void Pass::allocate_certificate() {
+  if (!spec.certify) return;
+  query_stats = PoolBuffer<double>(pool, 2 * nq);
+  base_stats = PoolBuffer<unsigned>(pool, kBaseStatsCount);
+  flags_device = PoolBuffer<uint8_t>(pool, nq);
+}
+
+// Adds `count` base rows (at `rows`, their norms at `norms`) to the certificate's statistics: from the
+// rows, or (L2 on exact inputs) from the largest of their norms.
+void Pass::gather_base_stats(const float* rows, const float* norms, int64_t count, cudaStream_t stream) {
+  if (stats_read_rows) {
+    launch_base_stats(rows, count, dim, base_stats.get(), stream);
+  } else {
+    launch_norms_max(norms, count, norms_scale, base_stats.get(), stream);
+  }
+}
+
+// The tiling (or the fused kernel where it takes the shape) and the selections' workspace sizes for
+// every tile shape it leads to.
+void Pass::plan_search() {
   // The TF32 pass in one kernel, where it takes the shape: no distance tiles, the splits' candidates
   // selected into the running best instead.
-  const bool fused = spec.kind == TileKind::tf32 && !streamed && nq >= kMinFusedQueries && n >= kMinFusedRows &&
-                     reinterpret_cast<uintptr_t>(xc) % 16 == 0 && reinterpret_cast<uintptr_t>(yc) % 16 == 0 &&
-                     tf32_select_fits(resources.limits(), dim, kc, n);
-  const TilePlan plan = fused ? plan_fused(nq, n)
-                              : plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, kc);
-  const int64_t splits = fused ? tf32_select_splits(resources.limits(), plan.query_rows, n) : 0;
+  fused = spec.kind == TileKind::tf32 && !streamed && nq >= kMinFusedQueries && n >= kMinFusedRows &&
+          reinterpret_cast<uintptr_t>(xc) % 16 == 0 && reinterpret_cast<uintptr_t>(yc) % 16 == 0 &&
+          tf32_select_fits(resources.limits(), dim, kc, n);
+  plan = fused ? plan_fused(nq, n) : plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, kc);
+  splits = fused ? tf32_select_splits(resources.limits(), plan.query_rows, n) : 0;
 
-  // ---- buffers of the search ----
   const int64_t column_tiles = (n + plan.columns - 1) / plan.columns;
   const int64_t last_columns = n - (column_tiles - 1) * plan.columns;
   const int64_t last_query_rows = nq - (nq - 1) / plan.query_rows * plan.query_rows;
-  int64_t workspace_bytes = 0;
-  int64_t rerank_workspace_bytes = 0;
   auto select_workspace = [&](int64_t rows, int64_t cols) {
     if (cols > 0)
       workspace_bytes = std::max(workspace_bytes, select_workspace_bytes<int32_t>(resources.limits(), rows, cols, kc));
@@ -444,11 +606,11 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
       rerank_workspace_bytes =
           std::max(rerank_workspace_bytes, select_workspace_bytes<int32_t>(resources.limits(), rows, kc, k));
   }
-  PoolBuffer<float> tiles[2];
-  // A 16-bit tile's rows start 16-byte aligned (ld a multiple of 8); it takes half the floats.
-  const int64_t tile_align = key16 ? 8 : 4;
-  PoolBuffer<float> split_keys;  // fused: each query's kc best of each split
-  PoolBuffer<int32_t> split_rows;
+}
+
+// The search's device buffers: distance tiles (or the fused kernel's split candidates), the running
+// best, the re-rank's, and a streamed base's two chunks.
+void Pass::allocate_search() {
   if (fused) {
     split_keys = PoolBuffer<float>(pool, plan.query_rows * splits * kc);
     split_rows = PoolBuffer<int32_t>(pool, plan.query_rows * splits * kc);
@@ -457,12 +619,9 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
     tiles[0] = PoolBuffer<float>(pool, tile_entries);
     tiles[1] = PoolBuffer<float>(pool, tile_entries);
   }
-  PoolBuffer<char> workspace(pool, workspace_bytes);
-  PoolBuffer<float> best_keys(pool, nq * kc);  // the running kc best of each query
-  PoolBuffer<int32_t> best_rows(pool, nq * kc);
-  PoolBuffer<float> rerank_keys, final_keys;  // exact keys of the candidates, the k best
-  PoolBuffer<int32_t> final_rows;
-  PoolBuffer<char> rerank_workspace;
+  workspace = PoolBuffer<char>(pool, workspace_bytes);
+  best_keys = PoolBuffer<float>(pool, nq * kc);
+  best_rows = PoolBuffer<int32_t>(pool, nq * kc);
   if (!direct) {
     rerank_keys = PoolBuffer<float>(pool, nq * kc);
     final_keys = PoolBuffer<float>(pool, nq * k);
@@ -472,12 +631,6 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   // Streaming: two chunks (floats, norms, half copies); the re-rank later gathers the candidates'
   // rows on the host into chunk 0, gather_queries queries at a time, with their positions in
   // gather_rows.
-  // (The caller's norms are of the original rows: a centred chunk's are computed.)
-  const bool chunk_needs_norms = l2 && !direct && (!norms_on_device || centred);
-  PoolBuffer<float> chunk_floats[2], chunk_norms[2];
-  PoolBuffer<uint16_t> chunk_half[2];
-  PoolBuffer<int32_t> gather_rows;
-  const int64_t gather_queries = std::max<int64_t>(1, chunk_rows / kc);
   if (streamed) {
     for (int b = 0; b < 2; ++b) {
       chunk_floats[b] = PoolBuffer<float>(pool, chunk_rows * dim);
@@ -486,15 +639,16 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
     }
     if (!direct) gather_rows = PoolBuffer<int32_t>(pool, gather_queries * kc);
   }
-  PoolBuffer<float> out_distances;
-  PoolBuffer<int64_t> out_ids;
-  float* result_d = distances;
-  int64_t* result_i = ids;
-  uint8_t* result_flags = flags_device.get();
-  // Small host results (one query tile) come back with the flags in one copy: one round trip.
-  const int64_t packed_bytes = nq * k * int64_t(sizeof(int64_t) + sizeof(float)) + (spec.certify ? nq : 0);
-  const bool packed = !outputs_on_device && nq <= plan.query_rows && packed_bytes <= kPackedResultBytes;
-  PoolBuffer<char> packed_results;
+}
+
+// Where the finalize writes: the caller's device outputs, a device copy of host outputs, or (small
+// host results) one packed buffer that comes back with the flags in one copy: one round trip.
+void Pass::allocate_results() {
+  result_d = distances;
+  result_i = ids;
+  result_flags = flags_device.get();
+  packed_bytes = nq * k * int64_t(sizeof(int64_t) + sizeof(float)) + (spec.certify ? nq : 0);
+  packed = !outputs_on_device && nq <= plan.query_rows && packed_bytes <= kPackedResultBytes;
   if (packed) {
     packed_results = PoolBuffer<char>(pool, packed_bytes);
     result_i = reinterpret_cast<int64_t*>(packed_results.get());  // 8-byte entries first: all aligned
@@ -506,266 +660,291 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
     result_d = out_distances.get();
     result_i = out_ids.get();
   }
+}
 
-  // Stream 1 starts after the inputs are ready.
-  QV_CUDA_CHECK(cudaEventRecord(resources.event(kInputsEvent), s0));
-  QV_CUDA_CHECK(cudaStreamWaitEvent(resources.stream(1), resources.event(kInputsEvent), 0));
-  // The certificate's statistics: an unstreamed base's on stream 1, beside the first tile (stream 0),
-  // off the critical path of small searches; a streamed base's with each chunk (stream 0).
-  if (spec.certify) {
-    cudaStream_t s1 = resources.stream(1);
-    QV_CUDA_CHECK(cudaMemsetAsync(base_stats.get(), 0, kBaseStatsCount * sizeof(unsigned), s1));
-    launch_query_stats(xc, nq, dim, query_stats.get(), s1);
-    if (!streamed) gather_base_stats(yc, yc_norms, n, s1);
-    QV_CUDA_CHECK(cudaEventRecord(resources.event(kStatsEvent), s1));
-    // Stream 0's chunk statistics follow the zeroing.
-    if (streamed) QV_CUDA_CHECK(cudaStreamWaitEvent(s0, resources.event(kStatsEvent), 0));
-  }
+// Stream 1 starts after the inputs are ready. The certificate's statistics: an unstreamed base's on
+// stream 1, beside the first tile (stream 0), off the critical path of small searches; a streamed
+// base's with each chunk (stream 0).
+void Pass::start_streams() {
+  QV_CUDA_CHECK(cudaEventRecord(inputs_event(), s0));
+  QV_CUDA_CHECK(cudaStreamWaitEvent(resources.stream(1), inputs_event(), 0));
+  if (!spec.certify) return;
+  cudaStream_t s1 = resources.stream(1);
+  QV_CUDA_CHECK(cudaMemsetAsync(base_stats.get(), 0, kBaseStatsCount * sizeof(unsigned), s1));
+  launch_query_stats(xc, nq, dim, query_stats.get(), s1);
+  if (!streamed) gather_base_stats(yc, yc_norms, n, s1);
+  QV_CUDA_CHECK(cudaEventRecord(stats_event(), s1));
+  // Stream 0's chunk statistics follow the zeroing.
+  if (streamed) QV_CUDA_CHECK(cudaStreamWaitEvent(s0, stats_event(), 0));
+}
 
-  const float alpha = l2 ? -2.f : -1.f;
-  const size_t gemm_value_bytes = half ? sizeof(uint16_t) : sizeof(float);
-  cudaStream_t copy_stream = resources.stream(Resources::kCopyStream);
-  // Results of query tile t go to the host while tile t + 1 computes.
-  auto download = [&](int64_t q0, int64_t rows, int tile_parity) {
-    QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, resources.event(kTileDoneEvent + tile_parity), 0));
-    copy_from_device(staging, device, distances + q0 * k, result_d + q0 * k, size_t(rows * k) * sizeof(float),
-                     copy_stream);
-    copy_from_device(staging, device, ids + q0 * k, result_i + q0 * k, size_t(rows * k) * sizeof(int64_t),
-                     copy_stream);
-  };
-
-  int64_t step = 0;  // tiles so far; its parity picks the stream and the buffer
-  // Tile + selection: queries [q0, q0 + rows) against base rows [c0, c0 + cols), whose tile operand
-  // starts at tile_y and whose norms (L2 GEMM tiles) at bias. Returns the stream it ran on.
-  auto search_tile = [&](int64_t q0, int64_t rows, int64_t c0, int64_t cols, const void* tile_y,
-                         const float* bias) {
-    const int64_t ld = round_up(cols, tile_align);
-    const int slot = static_cast<int>(step & 1);
-    cudaStream_t stream = resources.stream(slot);
-    float* tile = tiles[slot].get();
-    // The tile buffer is free: the selection that last read it ran on this same stream.
-    if (direct) {
-      launch_direct_tile(x + q0 * dim, static_cast<const float*>(tile_y), rows, cols, dim, l2, tile, ld, stream);
-    } else if (key16) {
-      distance_gemm16(resources.blas(slot), mode, cols, rows, depth, alpha * tile_scale, tile_y, depth,
-                      static_cast<const char*>(gemm_x) + size_t(q0 * depth) * gemm_value_bytes, depth, tile, ld);
-    } else {
-      distance_gemm(resources.blas(slot), mode, cols, rows, depth, alpha, tile_y, depth,
+// Tile + selection: queries [q0, q0 + rows) against base rows [c0, c0 + cols), whose tile operand
+// starts at tile_y and whose norms (L2 GEMM tiles) at bias. Returns the stream it ran on.
+cudaStream_t Pass::search_tile(int64_t q0, int64_t rows, int64_t c0, int64_t cols, const void* tile_y,
+                               const float* bias) {
+  const int64_t ld = round_up(cols, tile_align);
+  const int slot = static_cast<int>(step & 1);
+  cudaStream_t stream = resources.stream(slot);
+  float* tile = tiles[slot].get();
+  // The tile buffer is free: the selection that last read it ran on this same stream.
+  if (direct) {
+    launch_direct_tile(x + q0 * dim, static_cast<const float*>(tile_y), rows, cols, dim, l2, tile, ld, stream);
+  } else if (key16) {
+    distance_gemm16(resources.blas(slot), mode, cols, rows, depth, alpha * tile_scale, tile_y, depth,
                     static_cast<const char*>(gemm_x) + size_t(q0 * depth) * gemm_value_bytes, depth, tile, ld);
-    }
-    // Selections run in order: each continues from the previous one's results (and they share
-    // the workspace).
-    if (step > 0) QV_CUDA_CHECK(cudaStreamWaitEvent(stream, resources.event(kChainEvent), 0));
-    SelectRequest<int32_t> request;
-    request.keys = tile;
-    if (key16) {
-      request.key_format = mode == ComputeMode::fp16 ? KeyFormat::f16 : KeyFormat::bf16;
-      request.keys16 = tile;
-      request.key_scale = 1.f / tile_scale;
-    }
-    request.ld = ld;
-    request.rows = rows;
-    request.cols = cols;
-    request.k = kc;
-    request.column_bias = direct ? nullptr : bias;
-    request.id_base = c0;
-    request.prev_keys = c0 > 0 ? best_keys.get() + q0 * kc : nullptr;
-    request.prev_ids = c0 > 0 ? best_rows.get() + q0 * kc : nullptr;
-    request.filter = sh.filter.bits != nullptr ? sh.filter_copy.get() : nullptr;
-    request.filter_bits = sh.filter.nbits;
-    request.out_keys = best_keys.get() + q0 * kc;
-    request.out_ids = best_rows.get() + q0 * kc;
-    request.keep_missing_as_sentinel = true;
-    select_rows(request, resources.limits(), workspace.get(), stream);
-    QV_CUDA_CHECK(cudaEventRecord(resources.event(kChainEvent), stream));
-    ++step;
-    return stream;
-  };
-
-  // The fused TF32 pass of queries [q0, q0 + rows) against the whole base, on stream 0.
-  auto search_fused = [&](int64_t q0, int64_t rows) {
-    const uint8_t* filter = sh.filter.bits != nullptr ? sh.filter_copy.get() : nullptr;
-    launch_tf32_select(resources.limits(), xc + q0 * dim, rows, yc, l2 ? yc_norms : nullptr, n, dim, kc, l2, filter,
-                       sh.filter.nbits, splits, split_keys.get(), split_rows.get(), s0);
-    SelectRequest<int32_t> request;
-    request.keys = split_keys.get();
-    request.ld = splits * kc;
-    request.rows = rows;
-    request.cols = splits * kc;
-    request.k = kc;
-    request.ids = split_rows.get();
-    request.out_keys = best_keys.get() + q0 * kc;
-    request.out_ids = best_rows.get() + q0 * kc;
-    request.keep_missing_as_sentinel = true;
-    select_rows(request, resources.limits(), workspace.get(), s0);
-    return s0;
-  };
-
-  // Streamed re-rank: the candidates' exact keys from the host base. The candidate rows come to the
-  // host, their vectors are gathered there and copied into chunk 0 (free once the search is done:
-  // `stream` follows the last selection), and the same re-rank kernel reads them there.
-  std::vector<int32_t> candidates, positions;
-  std::vector<float> gathered;
-  auto rerank_from_host = [&](int64_t q0, int64_t rows, cudaStream_t stream) {
-    constexpr int32_t kNone = std::numeric_limits<int32_t>::max();  // the selection's "no row"
-    candidates.resize(size_t(rows * kc));
-    copy_from_device(staging, device, candidates.data(), best_rows.get() + q0 * kc,
-                     candidates.size() * sizeof(int32_t), stream);
-    positions.resize(size_t(gather_queries * kc));
-    gathered.resize(size_t(gather_queries * kc * dim));
-    for (int64_t g0 = 0; g0 < rows; g0 += gather_queries) {
-      const int64_t count = std::min(gather_queries, rows - g0) * kc;
-      for (int64_t i = 0; i < count; ++i) {
-        const int32_t row = candidates[size_t(g0 * kc + i)];
-        positions[size_t(i)] = row == kNone ? kNone : int32_t(i);
-        if (row != kNone)
-          std::copy(base + int64_t(row) * dim, base + (int64_t(row) + 1) * dim, gathered.data() + i * dim);
-      }
-      copy_to_device(staging, device, gather_rows.get(), positions.data(), size_t(count) * sizeof(int32_t), stream);
-      copy_to_device(staging, device, chunk_floats[0].get(), gathered.data(), size_t(count * dim) * sizeof(float),
-                     stream);
-      launch_rerank(chunk_floats[0].get(), x + (q0 + g0) * dim, dim, gather_rows.get(), count / kc, kc, l2,
-                    rerank_keys.get() + (q0 + g0) * kc, stream);
-    }
-  };
-
-  int64_t pending = -1;  // query tile whose results still go to the host
-  int64_t pending_rows = 0;
-  // The end of query tile t (its selections done, on `stream`): the finalize, or the re-rank, the k
-  // best of the candidates, the certificate and the finalize; then the previous tile's results go
-  // to the host.
-  auto finish_query_tile = [&](int64_t q0, int64_t rows, int64_t t, cudaStream_t stream) {
-    if (spec.certify && !streamed) QV_CUDA_CHECK(cudaStreamWaitEvent(stream, resources.event(kStatsEvent), 0));
-    if (direct) {  // kc == k; the keys are whole distances
-      launch_finalize(best_keys.get() + q0 * k, best_rows.get() + q0 * k, rows, k, nullptr, l2, result_d + q0 * k,
-                      result_i + q0 * k, stream);
-    } else if (!streamed && kc <= kSmallFinishCandidates) {
-      launch_finish_small(y, x + q0 * dim, dim, best_keys.get() + q0 * kc, best_rows.get() + q0 * kc, kc, k, rows, l2,
-                          spec.certify ? &spec.model : nullptr, spec.certify ? query_stats.get() + 2 * q0 : nullptr,
-                          base_stats.get(), spec.certify ? result_flags + q0 : nullptr, result_d + q0 * k,
-                          result_i + q0 * k, stream);
-    } else {
-      if (streamed) {
-        rerank_from_host(q0, rows, stream);
-      } else {
-        launch_rerank(y, x + q0 * dim, dim, best_rows.get() + q0 * kc, rows, kc, l2, rerank_keys.get() + q0 * kc,
-                      stream);
-      }
-      SelectRequest<int32_t> rerank;
-      rerank.keys = rerank_keys.get() + q0 * kc;
-      rerank.ld = kc;
-      rerank.rows = rows;
-      rerank.cols = kc;
-      rerank.k = k;
-      rerank.ids = best_rows.get() + q0 * kc;
-      rerank.out_keys = final_keys.get() + q0 * k;
-      rerank.out_ids = final_rows.get() + q0 * k;
-      rerank.keep_missing_as_sentinel = true;
-      select_rows(rerank, resources.limits(), rerank_workspace.get(), stream);
-      if (spec.certify)
-        launch_certify(spec.model, best_keys.get() + q0 * kc, best_rows.get() + q0 * kc, kc,
-                       final_keys.get() + q0 * k, final_rows.get() + q0 * k, k, rows, query_stats.get() + 2 * q0,
-                       base_stats.get(), result_flags + q0, stream);
-      launch_finalize(final_keys.get() + q0 * k, final_rows.get() + q0 * k, rows, k, nullptr, l2,
-                      result_d + q0 * k, result_i + q0 * k, stream);
-    }
-    QV_CUDA_CHECK(cudaEventRecord(resources.event(kChainEvent), stream));
-    if (!outputs_on_device && !packed) {
-      QV_CUDA_CHECK(cudaEventRecord(resources.event(kTileDoneEvent + int(t & 1)), stream));
-      if (pending >= 0) download(pending, pending_rows, int((t - 1) & 1));
-      pending = q0;
-      pending_rows = rows;
-    }
-  };
-
-  if (!streamed) {
-    for (int64_t q0 = 0, t = 0; q0 < nq; q0 += plan.query_rows, ++t) {
-      const int64_t rows = std::min(plan.query_rows, nq - q0);
-      cudaStream_t stream = nullptr;
-      if (fused) {
-        stream = search_fused(q0, rows);
-      } else {
-        for (int64_t c0 = 0; c0 < n; c0 += plan.columns) {
-          stream = search_tile(q0, rows, c0, std::min(plan.columns, n - c0),
-                               static_cast<const char*>(gemm_y) + size_t(c0 * depth) * gemm_value_bytes,
-                               l2 ? yc_norms + c0 : nullptr);
-        }
-      }
-      finish_query_tile(q0, rows, t, stream);
-    }
   } else {
-    // Chunk i + 1 is copied on the copy stream (through the pinned staging for pageable memory)
-    // while chunk i is searched: every query tile against the chunk's base tiles, each query
-    // tile's selection continuing from its running best as across base tiles above.
-    const int64_t chunks = (n + chunk_rows - 1) / chunk_rows;
-    auto upload = [&](int64_t chunk) {
-      const int b = static_cast<int>(chunk & 1);
-      const int64_t r0 = chunk * chunk_rows;
-      const int64_t count = std::min(chunk_rows, n - r0);
-      // The buffer's previous chunk (chunk - 2) is searched.
-      if (chunk >= 2) QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, resources.event(kChunkFreeEvent + b), 0));
-      copy_to_device(staging, device, chunk_floats[b].get(), base + r0 * dim, size_t(count * dim) * sizeof(float),
-                     copy_stream);
-      if (chunk_needs_norms && base_norms != nullptr && !centred)
-        copy_to_device(staging, device, chunk_norms[b].get(), base_norms + r0, size_t(count) * sizeof(float),
-                       copy_stream);
-      QV_CUDA_CHECK(cudaEventRecord(resources.event(kChunkCopiedEvent + b), copy_stream));
-    };
-    upload(0);
-    cudaStream_t stream = s0;
-    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-      const int b = static_cast<int>(chunk & 1);
-      const int64_t r0 = chunk * chunk_rows;
-      const int64_t count = std::min(chunk_rows, n - r0);
-      // The chunk's norms, half copy and statistics on stream 0, then stream 1 may start on it.
-      QV_CUDA_CHECK(cudaStreamWaitEvent(s0, resources.event(kChunkCopiedEvent + b), 0));
-      const float* chunk_y = chunk_floats[b].get();
-      if (centred) launch_centre(chunk_y, count, dim, sh.centre.get(), chunk_floats[b].get(), s0);
-      const float* bias = nullptr;
-      if (l2 && !direct) {
-        if (norms_on_device && !centred) {
-          bias = base_norms + r0;
-        } else {
-          if (base_norms == nullptr || centred) launch_row_norms(chunk_y, count, dim, chunk_norms[b].get(), s0);
-          bias = chunk_norms[b].get();
-        }
-      }
-      if (spec.certify) gather_base_stats(chunk_y, bias, count, s0);
-      const void* chunk_gemm_y = chunk_y;
-      if (half) {
-        launch_to_half(chunk_y, count, dim, mode, chunk_half[b].get(), overflow.get(), s0);
-        chunk_gemm_y = chunk_half[b].get();
-      }
-      QV_CUDA_CHECK(cudaEventRecord(resources.event(kChunkReadyEvent), s0));
-      QV_CUDA_CHECK(cudaStreamWaitEvent(resources.stream(1), resources.event(kChunkReadyEvent), 0));
-      for (int64_t q0 = 0; q0 < nq; q0 += plan.query_rows) {
-        const int64_t rows = std::min(plan.query_rows, nq - q0);
-        for (int64_t c = 0; c < count; c += plan.columns) {
-          stream = search_tile(q0, rows, r0 + c, std::min(plan.columns, count - c),
-                               static_cast<const char*>(chunk_gemm_y) + size_t(c * depth) * gemm_value_bytes,
-                               bias != nullptr ? bias + c : nullptr);
-        }
-      }
-      // Every tile of the chunk precedes its selection, and the selections are chained: after the
-      // last one, the chunk's buffers are free.
-      QV_CUDA_CHECK(cudaEventRecord(resources.event(kChunkFreeEvent + b), stream));
-      if (chunk + 1 < chunks) upload(chunk + 1);
-    }
-    if (half) check_overflow();
-    // The statistics (stream 0) precede the certificates.
-    if (spec.certify) {
-      QV_CUDA_CHECK(cudaEventRecord(resources.event(kChunkReadyEvent), s0));
-      QV_CUDA_CHECK(cudaStreamWaitEvent(stream, resources.event(kChunkReadyEvent), 0));
-    }
-    for (int64_t q0 = 0, t = 0; q0 < nq; q0 += plan.query_rows, ++t)
-      finish_query_tile(q0, std::min(plan.query_rows, nq - q0), t, stream);
+    distance_gemm(resources.blas(slot), mode, cols, rows, depth, alpha, tile_y, depth,
+                  static_cast<const char*>(gemm_x) + size_t(q0 * depth) * gemm_value_bytes, depth, tile, ld);
   }
+  // Selections run in order: each continues from the previous one's results (and they share
+  // the workspace).
+  if (step > 0) QV_CUDA_CHECK(cudaStreamWaitEvent(stream, chain_event(), 0));
+  SelectRequest<int32_t> request;
+  request.keys = tile;
+  if (key16) {
+    request.key_format = mode == ComputeMode::fp16 ? KeyFormat::f16 : KeyFormat::bf16;
+    request.keys16 = tile;
+    request.key_scale = 1.f / tile_scale;
+  }
+  request.ld = ld;
+  request.rows = rows;
+  request.cols = cols;
+  request.k = kc;
+  request.column_bias = direct ? nullptr : bias;
+  request.id_base = c0;
+  request.prev_keys = c0 > 0 ? best_keys.get() + q0 * kc : nullptr;
+  request.prev_ids = c0 > 0 ? best_rows.get() + q0 * kc : nullptr;
+  request.filter = sh.filter.bits != nullptr ? sh.filter_copy.get() : nullptr;
+  request.filter_bits = sh.filter.nbits;
+  request.out_keys = best_keys.get() + q0 * kc;
+  request.out_ids = best_rows.get() + q0 * kc;
+  request.keep_missing_as_sentinel = true;
+  select_rows(request, resources.limits(), workspace.get(), stream);
+  QV_CUDA_CHECK(cudaEventRecord(chain_event(), stream));
+  ++step;
+  return stream;
+}
+
+// The fused TF32 pass of queries [q0, q0 + rows) against the whole base, on stream 0.
+cudaStream_t Pass::search_fused(int64_t q0, int64_t rows) {
+  const uint8_t* filter = sh.filter.bits != nullptr ? sh.filter_copy.get() : nullptr;
+  launch_tf32_select(resources.limits(), xc + q0 * dim, rows, yc, l2 ? yc_norms : nullptr, n, dim, kc, l2, filter,
+                     sh.filter.nbits, splits, split_keys.get(), split_rows.get(), s0);
+  SelectRequest<int32_t> request;
+  request.keys = split_keys.get();
+  request.ld = splits * kc;
+  request.rows = rows;
+  request.cols = splits * kc;
+  request.k = kc;
+  request.ids = split_rows.get();
+  request.out_keys = best_keys.get() + q0 * kc;
+  request.out_ids = best_rows.get() + q0 * kc;
+  request.keep_missing_as_sentinel = true;
+  select_rows(request, resources.limits(), workspace.get(), s0);
+  return s0;
+}
+
+// A base on the device: each query tile against every base tile (or the fused kernel), then its end.
+void Pass::search_resident() {
+  for (int64_t q0 = 0, t = 0; q0 < nq; q0 += plan.query_rows, ++t) {
+    const int64_t rows = std::min(plan.query_rows, nq - q0);
+    cudaStream_t stream = nullptr;
+    if (fused) {
+      stream = search_fused(q0, rows);
+    } else {
+      for (int64_t c0 = 0; c0 < n; c0 += plan.columns) {
+        stream = search_tile(q0, rows, c0, std::min(plan.columns, n - c0),
+                             static_cast<const char*>(gemm_y) + size_t(c0 * depth) * gemm_value_bytes,
+                             l2 ? yc_norms + c0 : nullptr);
+      }
+    }
+    finish_query_tile(q0, rows, t, stream);
+  }
+}
+
+// A streamed base: chunk i + 1 is copied on the copy stream (through the pinned staging for pageable
+// memory) while chunk i is searched: every query tile against the chunk's base tiles, each query
+// tile's selection continuing from its running best as across base tiles above. The query tiles'
+// ends follow the last chunk.
+void Pass::search_streamed() {
+  const int64_t chunks = (n + chunk_rows - 1) / chunk_rows;
+  upload_chunk(0);
+  cudaStream_t stream = s0;
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    stream = search_chunk(chunk, stream);
+    if (chunk + 1 < chunks) upload_chunk(chunk + 1);
+  }
+  if (half) check_overflow();
+  // The statistics (stream 0) precede the certificates.
+  if (spec.certify) {
+    QV_CUDA_CHECK(cudaEventRecord(chunk_ready_event(), s0));
+    QV_CUDA_CHECK(cudaStreamWaitEvent(stream, chunk_ready_event(), 0));
+  }
+  for (int64_t q0 = 0, t = 0; q0 < nq; q0 += plan.query_rows, ++t)
+    finish_query_tile(q0, std::min(plan.query_rows, nq - q0), t, stream);
+}
+
+// Copies chunk `chunk` of the host base (and the caller's norms, where used) into its buffer, on the
+// copy stream, once the buffer's previous chunk is searched.
+void Pass::upload_chunk(int64_t chunk) {
+  const int b = static_cast<int>(chunk & 1);
+  const int64_t r0 = chunk * chunk_rows;
+  const int64_t count = std::min(chunk_rows, n - r0);
+  // The buffer's previous chunk (chunk - 2) is searched.
+  if (chunk >= 2) QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, chunk_free_event(b), 0));
+  copy_to_device(staging, device, chunk_floats[b].get(), base + r0 * dim, size_t(count * dim) * sizeof(float),
+                 copy_stream);
+  if (chunk_needs_norms && base_norms != nullptr && !centred)
+    copy_to_device(staging, device, chunk_norms[b].get(), base_norms + r0, size_t(count) * sizeof(float),
+                   copy_stream);
+  QV_CUDA_CHECK(cudaEventRecord(chunk_copied_event(b), copy_stream));
+}
+
+// A copied chunk made ready for its tiles on stream 0: centred, its norms, its certificate
+// statistics, its half copy; then stream 1 may start on it.
+Pass::ChunkOperands Pass::stage_chunk(int64_t chunk) {
+  const int b = static_cast<int>(chunk & 1);
+  const int64_t r0 = chunk * chunk_rows;
+  const int64_t count = std::min(chunk_rows, n - r0);
+  QV_CUDA_CHECK(cudaStreamWaitEvent(s0, chunk_copied_event(b), 0));
+  const float* chunk_y = chunk_floats[b].get();
+  if (centred) launch_centre(chunk_y, count, dim, sh.centre.get(), chunk_floats[b].get(), s0);
+  ChunkOperands operands;
+  if (l2 && !direct) {
+    if (norms_on_device && !centred) {
+      operands.bias = base_norms + r0;
+    } else {
+      if (base_norms == nullptr || centred) launch_row_norms(chunk_y, count, dim, chunk_norms[b].get(), s0);
+      operands.bias = chunk_norms[b].get();
+    }
+  }
+  if (spec.certify) gather_base_stats(chunk_y, operands.bias, count, s0);
+  operands.gemm_y = chunk_y;
+  if (half) {
+    launch_to_half(chunk_y, count, dim, mode, chunk_half[b].get(), overflow.get(), s0);
+    operands.gemm_y = chunk_half[b].get();
+  }
+  QV_CUDA_CHECK(cudaEventRecord(chunk_ready_event(), s0));
+  QV_CUDA_CHECK(cudaStreamWaitEvent(resources.stream(1), chunk_ready_event(), 0));
+  return operands;
+}
+
+// One chunk's search: staged, then every query tile against its base tiles. `stream` is the last
+// selection's so far; returns the chunk's last selection's.
+cudaStream_t Pass::search_chunk(int64_t chunk, cudaStream_t stream) {
+  const int b = static_cast<int>(chunk & 1);
+  const int64_t r0 = chunk * chunk_rows;
+  const int64_t count = std::min(chunk_rows, n - r0);
+  const ChunkOperands operands = stage_chunk(chunk);
+  for (int64_t q0 = 0; q0 < nq; q0 += plan.query_rows) {
+    const int64_t rows = std::min(plan.query_rows, nq - q0);
+    for (int64_t c = 0; c < count; c += plan.columns) {
+      stream = search_tile(q0, rows, r0 + c, std::min(plan.columns, count - c),
+                           static_cast<const char*>(operands.gemm_y) + size_t(c * depth) * gemm_value_bytes,
+                           operands.bias != nullptr ? operands.bias + c : nullptr);
+    }
+  }
+  // Every tile of the chunk precedes its selection, and the selections are chained: after the
+  // last one, the chunk's buffers are free.
+  QV_CUDA_CHECK(cudaEventRecord(chunk_free_event(b), stream));
+  return stream;
+}
+
+// Streamed re-rank: the candidates' exact keys from the host base. The candidate rows come to the
+// host, their vectors are gathered there and copied into chunk 0 (free once the search is done:
+// `stream` follows the last selection), and the same re-rank kernel reads them there.
+void Pass::rerank_from_host(int64_t q0, int64_t rows, cudaStream_t stream) {
+  constexpr int32_t kNone = std::numeric_limits<int32_t>::max();  // the selection's "no row"
+  candidates.resize(size_t(rows * kc));
+  copy_from_device(staging, device, candidates.data(), best_rows.get() + q0 * kc,
+                   candidates.size() * sizeof(int32_t), stream);
+  positions.resize(size_t(gather_queries * kc));
+  gathered.resize(size_t(gather_queries * kc * dim));
+  for (int64_t g0 = 0; g0 < rows; g0 += gather_queries) {
+    const int64_t count = std::min(gather_queries, rows - g0) * kc;
+    for (int64_t i = 0; i < count; ++i) {
+      const int32_t row = candidates[size_t(g0 * kc + i)];
+      positions[size_t(i)] = row == kNone ? kNone : int32_t(i);
+      if (row != kNone)
+        std::copy(base + int64_t(row) * dim, base + (int64_t(row) + 1) * dim, gathered.data() + i * dim);
+    }
+    copy_to_device(staging, device, gather_rows.get(), positions.data(), size_t(count) * sizeof(int32_t), stream);
+    copy_to_device(staging, device, chunk_floats[0].get(), gathered.data(), size_t(count * dim) * sizeof(float),
+                   stream);
+    launch_rerank(chunk_floats[0].get(), x + (q0 + g0) * dim, dim, gather_rows.get(), count / kc, kc, l2,
+                  rerank_keys.get() + (q0 + g0) * kc, stream);
+  }
+}
+
+// The kc candidates of query tile [q0, q0 + rows) to its results: their exact keys, the k best of
+// them, the certificate (certified passes) and the finalize, on `stream`.
+void Pass::rerank_query_tile(int64_t q0, int64_t rows, cudaStream_t stream) {
+  if (streamed) {
+    rerank_from_host(q0, rows, stream);
+  } else {
+    launch_rerank(y, x + q0 * dim, dim, best_rows.get() + q0 * kc, rows, kc, l2, rerank_keys.get() + q0 * kc, stream);
+  }
+  SelectRequest<int32_t> rerank;
+  rerank.keys = rerank_keys.get() + q0 * kc;
+  rerank.ld = kc;
+  rerank.rows = rows;
+  rerank.cols = kc;
+  rerank.k = k;
+  rerank.ids = best_rows.get() + q0 * kc;
+  rerank.out_keys = final_keys.get() + q0 * k;
+  rerank.out_ids = final_rows.get() + q0 * k;
+  rerank.keep_missing_as_sentinel = true;
+  select_rows(rerank, resources.limits(), rerank_workspace.get(), stream);
+  if (spec.certify)
+    launch_certify(spec.model, best_keys.get() + q0 * kc, best_rows.get() + q0 * kc, kc, final_keys.get() + q0 * k,
+                   final_rows.get() + q0 * k, k, rows, query_stats.get() + 2 * q0, base_stats.get(),
+                   result_flags + q0, stream);
+  launch_finalize(final_keys.get() + q0 * k, final_rows.get() + q0 * k, rows, k, nullptr, l2, result_d + q0 * k,
+                  result_i + q0 * k, stream);
+}
+
+// The end of query tile t (its selections done, on `stream`): the finalize, or the re-rank, the k
+// best of the candidates, the certificate and the finalize; then the previous tile's results go
+// to the host.
+void Pass::finish_query_tile(int64_t q0, int64_t rows, int64_t t, cudaStream_t stream) {
+  if (spec.certify && !streamed) QV_CUDA_CHECK(cudaStreamWaitEvent(stream, stats_event(), 0));
+  if (direct) {  // kc == k; the keys are whole distances
+    launch_finalize(best_keys.get() + q0 * k, best_rows.get() + q0 * k, rows, k, nullptr, l2, result_d + q0 * k,
+                    result_i + q0 * k, stream);
+  } else if (!streamed && kc <= kSmallFinishCandidates) {
+    launch_finish_small(y, x + q0 * dim, dim, best_keys.get() + q0 * kc, best_rows.get() + q0 * kc, kc, k, rows, l2,
+                        spec.certify ? &spec.model : nullptr, spec.certify ? query_stats.get() + 2 * q0 : nullptr,
+                        base_stats.get(), spec.certify ? result_flags + q0 : nullptr, result_d + q0 * k,
+                        result_i + q0 * k, stream);
+  } else {
+    rerank_query_tile(q0, rows, stream);
+  }
+  QV_CUDA_CHECK(cudaEventRecord(chain_event(), stream));
+  if (!outputs_on_device && !packed) {
+    QV_CUDA_CHECK(cudaEventRecord(tile_done_event(int(t & 1)), stream));
+    if (pending >= 0) download(pending, pending_rows, int((t - 1) & 1));
+    pending = q0;
+    pending_rows = rows;
+  }
+}
+
+// Results of query tile t go to the host while tile t + 1 computes.
+void Pass::download(int64_t q0, int64_t rows, int tile_parity) {
+  QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, tile_done_event(tile_parity), 0));
+  copy_from_device(staging, device, distances + q0 * k, result_d + q0 * k, size_t(rows * k) * sizeof(float),
+                   copy_stream);
+  copy_from_device(staging, device, ids + q0 * k, result_i + q0 * k, size_t(rows * k) * sizeof(int64_t),
+                   copy_stream);
+}
+
+// The last query tile's host results, the packed results and the flags to the caller.
+void Pass::deliver_results() {
   if (pending >= 0) download(pending, pending_rows, int(((nq - 1) / plan.query_rows) & 1));
   if (flags != nullptr) flags->resize(size_t(nq));
   // The results and flags are written before the last chain event.
   if (packed) {
     std::vector<char> host(static_cast<size_t>(packed_bytes));
-    QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, resources.event(kChainEvent), 0));
+    QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, chain_event(), 0));
     copy_from_device(staging, device, host.data(), packed_results.get(), host.size(), copy_stream);
     const auto* host_ids = reinterpret_cast<const int64_t*>(host.data());
     const auto* host_distances = reinterpret_cast<const float*>(host_ids + nq * k);
@@ -773,11 +952,32 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
     put_from_host(device, distances, host_distances, size_t(nq * k) * sizeof(float));
     if (flags != nullptr) std::copy_n(reinterpret_cast<const uint8_t*>(host_distances + nq * k), nq, flags->begin());
   } else if (flags != nullptr) {
-    QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, resources.event(kChainEvent), 0));
+    QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, chain_event(), 0));
     copy_from_device(staging, device, flags->data(), flags_device.get(), size_t(nq), copy_stream);
   }
+}
+
+// One pass over the base for nq queries (host or device memory): distances and ids (nq x k, host or
+// device) written, and with spec.certify, (*flags)[q] = whether query q's result is certified.
+// Returns with every stream idle.
+void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const PassSpec& spec, float* distances,
+              int64_t* ids, std::vector<uint8_t>* flags) {
+  Pass pass(sh, queries, nq, k, spec, distances, ids, flags);
+  pass.upload_queries();
+  pass.choose_gemm_operands();
+  pass.allocate_certificate();
+  pass.plan_search();
+  pass.allocate_search();
+  pass.allocate_results();
+  pass.start_streams();
+  if (!sh.streamed) {
+    pass.search_resident();
+  } else {
+    pass.search_streamed();
+  }
+  pass.deliver_results();
   // Later passes reuse the pool's blocks: nothing of this pass may still be running.
-  sync_streams(resources);
+  sync_streams(*sh.resources);
 }
 
 // A pass for the queries `list` (rows of queries, host or device as the caller's) whose results
