@@ -114,7 +114,9 @@ sanitize_suite() {
   done
   for i in "${!pids[@]}"; do
     if ! wait "${pids[$i]}"; then
-      echo "${names[$i]} failed (exit code; 124: its time limit)"
+      read -r tool index <<<"${names[$i]/ shard / }"
+      echo "${names[$i]} failed (exit code; 124: its time limit), last test started:" \
+        "$(grep -E '^\[ RUN' "$OUT/$tool-shard$index.log" | tail -1)"
       rc=1
     fi
   done

@@ -5,8 +5,10 @@
 // through the C API), entry points a fixed sample.
 //
 // usage: graph_bench --base FILE --query FILE [--degree 32] [--widths 16,32,64,128] [--probes 1]
-//                    [--visited table,bloom,cuckoo] [--json FILE]
+//                    [--visited table,bloom,cuckoo] [--queries-per-warp 1,2,4] [--json FILE]
 // --visited: the walk's visited sets to sweep (gpu_graph.h's VisitedSet; default the library's, bloom).
+// --queries-per-warp: SONG's multi-query per warp to sweep (GraphSearchOptions::queries_per_warp, 1, 2
+// or 4; default 1). With 2 or 4 the batch-1 query runs without a crew (one group of 16 or 8 lanes).
 // Built and run by bench/gpu_graph_bench.sh.
 #include <cuda_runtime.h>
 
@@ -66,6 +68,7 @@ int main(int argc, char** argv) {
   int64_t degree = 32, probes = 1;
   std::vector<int64_t> widths = {16, 32, 48, 64, 96, 128, 192, 256};
   std::vector<std::pair<std::string, gpu::VisitedSet>> visited_sets = {{"bloom", gpu::VisitedSet::bloom}};
+  std::vector<int64_t> queries_per_warp = {1};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--base") base_path = argv[i + 1];
@@ -75,7 +78,13 @@ int main(int argc, char** argv) {
     else if (a == "--widths") widths = parse_list(argv[i + 1]);
     else if (a == "--json") json_path = argv[i + 1];
     else if (a == "--visited") visited_sets = parse_visited(argv[i + 1]);
+    else if (a == "--queries-per-warp") queries_per_warp = parse_list(argv[i + 1]);
   }
+  for (int64_t per_warp : queries_per_warp)
+    if (per_warp != 1 && per_warp != 2 && per_warp != 4) {
+      std::fprintf(stderr, "graph_bench: --queries-per-warp takes 1, 2 and 4, not %lld\n", (long long)per_warp);
+      return 2;
+    }
   int64_t dim = 0, qdim = 0;
   const std::vector<float> base = read_fvecs(base_path, &dim), queries = read_fvecs(query_path, &qdim);
   const int64_t n = int64_t(base.size()) / dim, nq = int64_t(queries.size()) / dim;
@@ -125,44 +134,50 @@ int main(int argc, char** argv) {
   FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "a");
   std::vector<float> d(size_t(nq * k));
   std::vector<int64_t> ids(size_t(nq * k));
-  std::printf("%8s %8s %10s %12s %12s %14s\n", "visited", "width", "recall@10", "ms (10k)", "QPS", "batch-1 ms");
+  std::printf("%8s %7s %8s %10s %12s %12s %14s\n", "visited", "q/warp", "width", "recall@10", "ms (10k)", "QPS",
+              "batch-1 ms");
   for (const auto& [visited_name, visited] : visited_sets) {
-    for (int64_t width : widths) {
-      gpu::GraphSearchOptions options;
-      options.search_width = width;
-      options.probes = probes;
-      options.visited = visited;
-      std::vector<double> times;
-      for (int run = 0; run < 6; ++run) {
-        cudaDeviceSynchronize();
-        const auto t = std::chrono::steady_clock::now();
-        gpu::graph_search(*resources, *graph, nq, queries.data(), k, options, d.data(), ids.data());
-        cudaDeviceSynchronize();
-        if (run > 0) times.push_back(seconds_since(t));
+    for (int64_t per_warp : queries_per_warp) {
+      for (int64_t width : widths) {
+        gpu::GraphSearchOptions options;
+        options.search_width = width;
+        options.probes = probes;
+        options.visited = visited;
+        options.queries_per_warp = per_warp;
+        std::vector<double> times;
+        for (int run = 0; run < 6; ++run) {
+          cudaDeviceSynchronize();
+          const auto t = std::chrono::steady_clock::now();
+          gpu::graph_search(*resources, *graph, nq, queries.data(), k, options, d.data(), ids.data());
+          cudaDeviceSynchronize();
+          if (run > 0) times.push_back(seconds_since(t));
+        }
+        std::sort(times.begin(), times.end());
+        const double median = times[times.size() / 2];
+        int64_t found = 0;
+        for (int64_t i = 0; i < nq; ++i)
+          for (int64_t j = 0; j < k; ++j) found += std::count(&gt[i * k], &gt[i * k] + k, ids[i * k + j]);
+        const double recall = double(found) / double(nq * k);
+        std::vector<double> one;
+        for (int run = 0; run < 51; ++run) {
+          const auto t = std::chrono::steady_clock::now();
+          gpu::graph_search(*resources, *graph, 1, queries.data() + (run % nq) * dim, k, options, d.data(),
+                            ids.data());
+          if (run > 0) one.push_back(seconds_since(t));
+        }
+        std::sort(one.begin(), one.end());
+        std::printf("%8s %7lld %8lld %10.4f %12.3f %12.0f %14.4f\n", visited_name.c_str(), (long long)per_warp,
+                    (long long)width, recall, median * 1e3, double(nq) / median, one[one.size() / 2] * 1e3);
+        if (json)
+          std::fprintf(json,
+                       "{\"bench\":\"graph_search\",\"device\":\"%s\",\"n\":%lld,\"d\":%lld,\"nq\":%lld,\"k\":10,"
+                       "\"index\":\"Graph%lld (k-NN + reverse)\",\"visited\":\"%s\",\"queries_per_warp\":%lld,"
+                       "\"search_width\":%lld,\"probes\":%lld,\"recall10\":%.4f,\"search_s\":%.6f,\"qps\":%.0f,"
+                       "\"batch1_ms\":%.4f}\n",
+                       prop.name, (long long)n, (long long)dim, (long long)nq, (long long)degree, visited_name.c_str(),
+                       (long long)per_warp, (long long)width, (long long)probes, recall, median, double(nq) / median,
+                       one[one.size() / 2] * 1e3);
       }
-      std::sort(times.begin(), times.end());
-      const double median = times[times.size() / 2];
-      int64_t found = 0;
-      for (int64_t i = 0; i < nq; ++i)
-        for (int64_t j = 0; j < k; ++j) found += std::count(&gt[i * k], &gt[i * k] + k, ids[i * k + j]);
-      const double recall = double(found) / double(nq * k);
-      std::vector<double> one;
-      for (int run = 0; run < 51; ++run) {
-        const auto t = std::chrono::steady_clock::now();
-        gpu::graph_search(*resources, *graph, 1, queries.data() + (run % nq) * dim, k, options, d.data(), ids.data());
-        if (run > 0) one.push_back(seconds_since(t));
-      }
-      std::sort(one.begin(), one.end());
-      std::printf("%8s %8lld %10.4f %12.3f %12.0f %14.4f\n", visited_name.c_str(), (long long)width, recall,
-                  median * 1e3, double(nq) / median, one[one.size() / 2] * 1e3);
-      if (json)
-        std::fprintf(json,
-                     "{\"bench\":\"graph_search\",\"device\":\"%s\",\"n\":%lld,\"d\":%lld,\"nq\":%lld,\"k\":10,"
-                     "\"index\":\"Graph%lld (k-NN + reverse)\",\"visited\":\"%s\",\"search_width\":%lld,"
-                     "\"probes\":%lld,\"recall10\":%.4f,\"search_s\":%.6f,\"qps\":%.0f,\"batch1_ms\":%.4f}\n",
-                     prop.name, (long long)n, (long long)dim, (long long)nq, (long long)degree, visited_name.c_str(),
-                     (long long)width, (long long)probes, recall, median, double(nq) / median,
-                     one[one.size() / 2] * 1e3);
     }
   }
   if (json) std::fclose(json);

@@ -79,6 +79,20 @@ struct GraphSearchOptions {
   // than the device's SM count): they share each expansion's distances, which shortens one query's
   // chain of dependent expansions (batch-1 latency) and leaves results unchanged.
   int64_t warps_per_query = 0;
+  // Queries one warp searches at once (SONG's multi-query per warp): 1, 2 or 4. With 2 or 4 the
+  // warp's lanes split into groups of 16 or 8, each walking its own query with its own queue and
+  // visited set, so a warp needs 2 or 4 times one query's shared memory (invalid_argument where that
+  // is more than the device has), and a distance takes at most the group's lanes (one query a warp:
+  // 4 lanes up to 64 dimensions, 8 up to 128, 16 up to 256, 32 beyond). Meant for small dimensions,
+  // where locating candidates and short distances leave most of a warp's lanes idle. Each query
+  // walks as it does with 1, so the results are the same, but for rounding where a distance takes
+  // fewer lanes than with 1 (above 128 dimensions with 4, above 256 with 2) and for a visited filter
+  // (bloom, cuckoo), which inserts an iteration's rows in rounds of the group's lanes, so that its
+  // rare false positives may fall on other rows. No crews: warps_per_query 0 (then no crew) or 1.
+  // graph_search_codes takes it too. Slower on an H100 at every dimension measured (1M uniform
+  // vectors of 16 and 32 dimensions, synthetic 1M x 128: 2 queries a warp 1.5-1.9x the time of 1,
+  // 4 queries 2.4-5.2x), so 1 stays the default.
+  int64_t queries_per_warp = 1;
   // Rows that may be returned (traversal goes through every row).
   RowFilter filter;
   // The visited set. The Bloom filter by default: on an H100 (1M x 128, bench/gpu_graph_bench.sh

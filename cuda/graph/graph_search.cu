@@ -21,6 +21,11 @@
 // A half-precision walk reads the graph's 16-bit copy of the vectors (half the bytes) and ends with a
 // re-rank of the queue's rows by float32 distances; a hashed walk reads codes and keys by Hamming
 // distance. (On an H200 the walk is bound by its instruction issue, not by memory: bench/README.md.)
+// With GraphSearchOptions::queries_per_warp 2 or 4 (SONG's multi-query per warp) a warp's lanes split
+// into groups of 16 or 8, each a persistent searcher of its own query in its own shared memory, by the
+// same per-query code templated on the group's width G (G = 32 compiles to the one-query-a-warp code,
+// instruction for instruction). It loses on an H100 at every dimension measured (16, 32, 128:
+// bench/README.md): lane teams of 4 .. 8 already give one query's distances the whole warp.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -167,8 +172,46 @@ __device__ __forceinline__ uint32_t cuckoo_other(uint32_t bucket, uint16_t finge
 }
 __device__ __forceinline__ int log2_of(int power_of_two) { return 31 - __clz(power_of_two); }
 
-// Per-warp state: pointers into the warp's shared memory and warp-uniform counters.
+// The lanes that search one query: the whole warp (G = 32), or one of the warp's 32 / G groups of
+// G lanes when it searches several queries at once (graph_search_kernel). Per-query code names only
+// its group's lanes in a collective (a group out of queries leaves while the others go on), and sees
+// ballots and lane masks shifted down to the group's first lane. Free functions of the thread's own
+// lane: as members of Warp they made nvcc compile the G = 32 code differently (more instructions);
+// like this it is the same code as with the plain intrinsics.
+template <int G>
+__device__ __forceinline__ int group_base() { return threadIdx.x % kWarp / G * G; }
+template <int G>
+__device__ __forceinline__ unsigned group_mask() {
+  if constexpr (G == kWarp) return kFullMask;
+  else return ((1u << G) - 1) << group_base<G>();
+}
+// Lanes outside the mask contribute 0 bits to a ballot or a match (PTX ISA: vote.sync, match.sync).
+template <int G>
+__device__ __forceinline__ unsigned group_ballot(bool predicate) {
+  if constexpr (G == kWarp) return __ballot_sync(kFullMask, predicate);
+  else return __ballot_sync(group_mask<G>(), predicate) >> group_base<G>();
+}
+template <int G>
+__device__ __forceinline__ unsigned group_match_any(int32_t value) {
+  if constexpr (G == kWarp) return __match_any_sync(kFullMask, value);
+  else return __match_any_sync(group_mask<G>(), value) >> group_base<G>();
+}
+template <int G>
+__device__ __forceinline__ unsigned group_lanes_below() {
+  if constexpr (G == kWarp) return lanes_below();
+  else return lanes_below() >> group_base<G>();
+}
+template <int G>
+__device__ __forceinline__ void group_sync() {
+  if constexpr (G == kWarp) __syncwarp();
+  else __syncwarp(group_mask<G>());
+}
+
+// Per-query state: pointers into the query's shared memory and counters uniform over its lanes
+// (a warp's, or a group's of G lanes: above).
+template <int G>
 struct Warp {
+  static_assert(G == kWarp || G == kWarp / 2 || G == kWarp / 4, "a warp searches 1, 2 or 4 queries");
   float* query;
   float* keys;      // the queue's two buffers of keys, width apart (b = 0, 1)
   uint32_t* rows;   // and of rows
@@ -180,15 +223,20 @@ struct Warp {
   float* kept_key;
   uint32_t* kept_row;
   int32_t* table;
-  int width, candidates, table_size, cur, occupied, lane;
+  int width, candidates, table_size, cur, occupied, lane;  // lane: 0 .. G - 1
   int visited;  // VisitedSet: what `table` holds
   // The warps searching this query together (1, or a block's warps) and this warp's place among
-  // them: all compute distances, warp 0 alone keeps the queue and the visited table.
+  // them: all compute distances, warp 0 alone keeps the queue and the visited table. Crews are of
+  // whole warps: always 1 and 0 where G < 32.
   int crew, rank;
   // Waits for the crew between the stages (the whole block when several warps share a query).
   __device__ void crew_sync() const {
-    if (crew > 1) __syncthreads();
-    else __syncwarp();
+    if constexpr (G == kWarp) {
+      if (crew > 1) __syncthreads();
+      else __syncwarp();
+    } else {
+      group_sync<G>();
+    }
   }
 };
 
@@ -197,7 +245,8 @@ struct Warp {
 // lost, recall), never the reverse, except a Cuckoo filter after a deletion removed a fingerprint two
 // rows shared: merge_candidates then drops the copy of a row already in the queue.
 
-__device__ bool visited_contains(const Warp& w, int32_t row) {
+template <int G>
+__device__ bool visited_contains(const Warp<G>& w, int32_t row) {
   if (w.visited == kHashTable) return table_contains(w.table, w.table_size, row);
   if (w.visited == kBloom) {
     const int bits_log2 = log2_of(w.table_size) + 5;
@@ -220,13 +269,14 @@ __device__ bool visited_contains(const Warp& w, int32_t row) {
   return false;
 }
 
-// Called by the whole warp: each lane with `active` offers its row; true where this lane's row was
-// put in the set (false: it was there, or another lane offers the same row, or a full filter).
-__device__ bool visited_insert(Warp& w, int32_t row, bool active) {
+// Called by all the query's lanes: each lane with `active` offers its row; true where this lane's
+// row was put in the set (false: it was there, or another lane offers the same row, or a full filter).
+template <int G>
+__device__ bool visited_insert(Warp<G>& w, int32_t row, bool active) {
   if (w.visited == kHashTable) return active && table_insert(w.table, w.table_size, row);
   // One lane a row: the filters cannot tell two insertions of one row apart.
-  const unsigned same = __match_any_sync(kFullMask, active ? row : -1);
-  if (!active || (same & lanes_below()) != 0) return false;
+  const unsigned same = group_match_any<G>(active ? row : -1);
+  if (!active || (same & group_lanes_below<G>()) != 0) return false;
   if (w.visited == kBloom) {
     const int bits_log2 = log2_of(w.table_size) + 5;
     uint32_t* words = reinterpret_cast<uint32_t*>(w.table);
@@ -250,7 +300,8 @@ __device__ bool visited_insert(Warp& w, int32_t row, bool active) {
   return false;
 }
 
-__device__ void visited_delete(Warp& w, int32_t row) {
+template <int G>
+__device__ void visited_delete(Warp<G>& w, int32_t row) {
   if (w.visited == kHashTable) {
     table_delete(w.table, w.table_size, row);
   } else if (w.visited == kCuckoo) {
@@ -265,17 +316,19 @@ __device__ void visited_delete(Warp& w, int32_t row) {
   }  // a Bloom filter deletes nothing: the row stays "visited", which the queue's falling bound allows
 }
 
-// Empties the set (the whole warp).
-__device__ void visited_clear(Warp& w) {
+// Empties the set (all the query's lanes).
+template <int G>
+__device__ void visited_clear(Warp<G>& w) {
   const int32_t empty = w.visited == kHashTable ? kEmptySlot : 0;
-  for (int s = w.lane; s < w.table_size; s += kWarp) w.table[s] = empty;
-  __syncwarp();
+  for (int s = w.lane; s < w.table_size; s += G) w.table[s] = empty;
+  group_sync<G>();
 }
 
 // Insertions the set takes before it is rebuilt from the queue: the table half full (deleted slots
 // count), a Bloom filter at one row a word (32 bits a row: about 0.07% false positives), a Cuckoo
 // filter at half its slots.
-__device__ int visited_capacity(const Warp& w) { return w.visited == kHashTable ? w.table_size / 2 : w.table_size; }
+template <int G>
+__device__ int visited_capacity(const Warp<G>& w) { return w.visited == kHashTable ? w.table_size / 2 : w.table_size; }
 
 // 16-byte loads of the element types the walk reads, kept raw (fewer registers) and widened to
 // float a pair at a time.
@@ -321,9 +374,10 @@ __device__ __forceinline__ float accumulate(bool inner_product, float q, float x
 // rows of `vectors` (vec: each row is whole 16-byte loads). Each lane keeps Elements<T>::kLoads
 // independent sums so that it issues that many loads before it waits for the first: one warp's
 // search is bound by memory latency, not bandwidth.
-template <int kTeam, typename T>
-__device__ void compute_distances(const T* vectors, int dim, bool vec, bool inner_product, Warp& w, int count) {
-  constexpr int kTeams = kWarp / kTeam;
+template <int kTeam, typename T, int G>
+__device__ void compute_distances(const T* vectors, int dim, bool vec, bool inner_product, Warp<G>& w, int count) {
+  static_assert(kTeam <= G, "a team is some of the query's lanes");
+  constexpr int kTeams = G / kTeam;
   constexpr int P = Elements<T>::kPerLoad, kLoads = Elements<T>::kLoads;
   const int member = w.lane % kTeam, team = w.rank * kTeams + w.lane / kTeam;
   for (int c0 = 0; c0 < count; c0 += kTeams * w.crew) {
@@ -366,19 +420,20 @@ __device__ void compute_distances(const T* vectors, int dim, bool vec, bool inne
     float sum = sums[0];
 #pragma unroll
     for (int u = 1; u < kLoads; ++u) sum += sums[u];
-    for (int offset = kTeam / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(kFullMask, sum, offset);
+    for (int offset = kTeam / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(group_mask<G>(), sum, offset);
     if (c < count && member == 0) w.cand_key[c] = inner_product ? -sum : sum;
   }
-  __syncwarp();
+  group_sync<G>();
 }
 
 // The walk of a hashed graph (graph_upload_codes) reads codes: keys are Hamming distances to the
 // query's code, which search_query keeps where a vector query would be.
 struct HammingCode {};
 
-__device__ void hamming_distances(const uint32_t* codes, int words, Warp& w, int count) {
+template <int G>
+__device__ void hamming_distances(const uint32_t* codes, int words, Warp<G>& w, int count) {
   const uint32_t* q = reinterpret_cast<const uint32_t*>(w.query);
-  for (int c = w.rank * kWarp + w.lane; c < count; c += kWarp * w.crew) {
+  for (int c = w.rank * G + w.lane; c < count; c += G * w.crew) {
     const uint32_t* x = codes + int64_t(w.cand_row[c]) * words;
     int d = 0;
     if (words % 4 == 0) {
@@ -391,11 +446,11 @@ __device__ void hamming_distances(const uint32_t* codes, int words, Warp& w, int
     }
     w.cand_key[c] = float(d);
   }
-  __syncwarp();
+  group_sync<G>();
 }
 
-template <int kTeam, typename T>
-__device__ void walk_distances(const SearchArgs& a, Warp& w, int count) {
+template <int kTeam, typename T, int G>
+__device__ void walk_distances(const SearchArgs& a, Warp<G>& w, int count) {
   if constexpr (std::is_same_v<T, HammingCode>)
     hamming_distances(static_cast<const uint32_t*>(a.walk_vectors), a.dim, w, count);
   else
@@ -404,21 +459,23 @@ __device__ void walk_distances(const SearchArgs& a, Warp& w, int count) {
 }
 
 // Clears the visited set and puts the queue's rows back in it.
-__device__ void rebuild_table(Warp& w) {
+template <int G>
+__device__ void rebuild_table(Warp<G>& w) {
   visited_clear(w);
   int inserted = 0;
-  for (int i0 = 0; i0 < w.width; i0 += kWarp) {
+  for (int i0 = 0; i0 < w.width; i0 += G) {
     const int i = i0 + w.lane;
     const uint32_t r = i < w.width ? w.row(w.cur)[i] & ~kExpanded : kNoRow;
     const bool in = visited_insert(w, int32_t(r), r != kNoRow);
-    inserted += __popc(__ballot_sync(kFullMask, in));
+    inserted += __popc(group_ballot<G>(in));
   }
   w.occupied = inserted;
-  __syncwarp();
+  group_sync<G>();
 }
 
 // Entries before (key, row) in the sorted queue buffer b.
-__device__ int queue_position(const Warp& w, int b, float key, uint32_t row) {
+template <int G>
+__device__ int queue_position(const Warp<G>& w, int b, float key, uint32_t row) {
   int lo = 0, hi = w.width;
   while (lo < hi) {
     const int mid = (lo + hi) / 2;
@@ -430,9 +487,10 @@ __device__ int queue_position(const Warp& w, int b, float key, uint32_t row) {
 
 // Removes from the sorted kept candidates [0, kept) the rows the queue holds already (a Cuckoo
 // filter that lost a row's fingerprint to a deletion); returns how many are left.
-__device__ int drop_rows_in_queue(Warp& w, int kept) {
+template <int G>
+__device__ int drop_rows_in_queue(Warp<G>& w, int kept) {
   int left = 0;
-  for (int j0 = 0; j0 < kept; j0 += kWarp) {
+  for (int j0 = 0; j0 < kept; j0 += G) {
     const int j = j0 + w.lane;
     float kk = 0.0f;
     uint32_t kr = 0;
@@ -443,27 +501,28 @@ __device__ int drop_rows_in_queue(Warp& w, int kept) {
       const int at = queue_position(w, w.cur, kk, kr);
       stays = !(at < w.width && w.key(w.cur)[at] == kk && (w.row(w.cur)[at] & ~kExpanded) == kr);
     }
-    const unsigned mask = __ballot_sync(kFullMask, stays);
-    __syncwarp();
+    const unsigned mask = group_ballot<G>(stays);
+    group_sync<G>();
     if (stays) {
-      w.kept_key[left + __popc(mask & lanes_below())] = kk;
-      w.kept_row[left + __popc(mask & lanes_below())] = kr;
+      w.kept_key[left + __popc(mask & group_lanes_below<G>())] = kk;
+      w.kept_row[left + __popc(mask & group_lanes_below<G>())] = kr;
     }
     left += __popc(mask);
-    __syncwarp();
+    group_sync<G>();
   }
   return left;
 }
 
 // Selected insertion, then the merge of the surviving candidates into the queue (visited deletion of
 // the rows that fall out).
-__device__ void merge_candidates(Warp& w, int count) {
+template <int G>
+__device__ void merge_candidates(Warp<G>& w, int count) {
   const int W = w.width;
   const float worst_key = w.key(w.cur)[W - 1];
   const uint32_t worst_row = w.row(w.cur)[W - 1];
   // 1. keep candidates that beat the queue's last entry and are new to the table, compacted in place.
   int kept = 0;
-  for (int c0 = 0; c0 < count; c0 += kWarp) {
+  for (int c0 = 0; c0 < count; c0 += G) {
     const int c = c0 + w.lane;
     float key = 0.0f;
     int32_t r = 0;
@@ -474,20 +533,20 @@ __device__ void merge_candidates(Warp& w, int count) {
       beats = before(key, uint32_t(r), worst_key, worst_row);
     }
     const bool keep = visited_insert(w, r, beats);
-    const unsigned mask = __ballot_sync(kFullMask, keep);
-    __syncwarp();
+    const unsigned mask = group_ballot<G>(keep);
+    group_sync<G>();
     if (keep) {
-      const int pos = kept + __popc(mask & lanes_below());
+      const int pos = kept + __popc(mask & group_lanes_below<G>());
       w.cand_key[pos] = key;
       w.cand_row[pos] = r;
     }
     kept += __popc(mask);
-    __syncwarp();
+    group_sync<G>();
   }
   w.occupied += kept;
   if (kept == 0) return;
   // 2. sort the kept candidates by rank (few: one comparison per pair).
-  for (int j = w.lane; j < kept; j += kWarp) {
+  for (int j = w.lane; j < kept; j += G) {
     const float key = w.cand_key[j];
     const uint32_t r = uint32_t(w.cand_row[j]);
     int rank = 0;
@@ -495,7 +554,7 @@ __device__ void merge_candidates(Warp& w, int count) {
     w.kept_key[rank] = key;
     w.kept_row[rank] = r;
   }
-  __syncwarp();
+  group_sync<G>();
   if (w.visited == kCuckoo) {
     kept = drop_rows_in_queue(w, kept);
     if (kept == 0) return;
@@ -505,7 +564,7 @@ __device__ void merge_candidates(Warp& w, int count) {
   const int next = 1 - w.cur;
   const float* key = w.key(w.cur);
   const uint32_t* row = w.row(w.cur);
-  for (int j = w.lane; j < kept; j += kWarp) {
+  for (int j = w.lane; j < kept; j += G) {
     const float kk = w.kept_key[j];
     const uint32_t kr = w.kept_row[j];
     int lo = 0, hi = W;  // queue entries before (kk, kr)
@@ -522,7 +581,7 @@ __device__ void merge_candidates(Warp& w, int count) {
       visited_delete(w, int32_t(kr));
     }
   }
-  for (int i = w.lane; i < W; i += kWarp) {
+  for (int i = w.lane; i < W; i += G) {
     const float qk = key[i];
     const uint32_t qr = row[i];
     int lo = 0, hi = kept;  // kept candidates before (qk, qr)
@@ -540,35 +599,35 @@ __device__ void merge_candidates(Warp& w, int count) {
     }
   }
   w.cur = next;
-  __syncwarp();
+  group_sync<G>();
 }
 
 // The end of a 16-bit walk: the queue's rows get float32 keys and are sorted again.
-template <int kTeam>
-__device__ void rerank_queue(const SearchArgs& a, Warp& w) {
+template <int kTeam, int G>
+__device__ void rerank_queue(const SearchArgs& a, Warp<G>& w) {
   const uint32_t* row = w.row(w.cur);
   // The filled entries are a prefix (empty ones sort last).
   int filled = 0;
-  for (int i0 = 0; i0 < w.width; i0 += kWarp) {
+  for (int i0 = 0; i0 < w.width; i0 += G) {
     const int i = i0 + w.lane;
-    filled += __popc(__ballot_sync(kFullMask, i < w.width && (row[i] & ~kExpanded) != kNoRow));
+    filled += __popc(group_ballot<G>(i < w.width && (row[i] & ~kExpanded) != kNoRow));
   }
   const int next = 1 - w.cur;
   for (int i0 = 0; i0 < filled; i0 += w.candidates) {
     const int count = min(w.candidates, filled - i0);
-    for (int j = w.lane; j < count; j += kWarp) w.cand_row[j] = int32_t(row[i0 + j] & ~kExpanded);
-    __syncwarp();
-    Warp alone = w;  // the leader re-ranks by itself
+    for (int j = w.lane; j < count; j += G) w.cand_row[j] = int32_t(row[i0 + j] & ~kExpanded);
+    group_sync<G>();
+    Warp<G> alone = w;  // the leader re-ranks by itself
     alone.crew = 1;
     alone.rank = 0;
     compute_distances<kTeam, float>(a.vectors, a.dim, a.vec_exact, a.inner_product, alone, count);
-    for (int j = w.lane; j < count; j += kWarp) w.key(next)[i0 + j] = w.cand_key[j];
-    __syncwarp();
+    for (int j = w.lane; j < count; j += G) w.key(next)[i0 + j] = w.cand_key[j];
+    group_sync<G>();
   }
   // Rank sort (rows are distinct): keys from key[next] to key[cur], rows from row[cur] through
   // row[next] back to row[cur]; the empty tail stays as it is.
   const float* exact = w.key(next);
-  for (int i = w.lane; i < filled; i += kWarp) {
+  for (int i = w.lane; i < filled; i += G) {
     const float ki = exact[i];
     const uint32_t ri = row[i];
     int rank = 0;
@@ -576,26 +635,26 @@ __device__ void rerank_queue(const SearchArgs& a, Warp& w) {
     w.key(w.cur)[rank] = ki;
     w.row(next)[rank] = ri;
   }
-  __syncwarp();
-  for (int i = w.lane; i < filled; i += kWarp) w.row(w.cur)[i] = w.row(next)[i];
-  __syncwarp();
+  group_sync<G>();
+  for (int i = w.lane; i < filled; i += G) w.row(w.cur)[i] = w.row(next)[i];
+  group_sync<G>();
 }
 
-// One query's whole search, by a crew of warps (w.crew, see Warp): `picked_row` and `count` are the
-// crew's shared scratch.
-template <int kTeam, typename T>
-__device__ void search_query(const SearchArgs& a, Warp& w, int32_t* picked_row, int* count, int64_t q) {
+// One query's whole search, by a crew of warps (w.crew, see Warp) or by one group of a warp's lanes:
+// `picked_row` and `count` are the crew's (the group's) shared scratch.
+template <int kTeam, typename T, int G>
+__device__ void search_query(const SearchArgs& a, Warp<G>& w, int32_t* picked_row, int* count, int64_t q) {
   const WarpLayout& L = a.layout;
   const bool leader = w.rank == 0;
   // Copied as 4-byte words: a hashed walk's queries are codes.
   const uint32_t* query = reinterpret_cast<const uint32_t*>(a.queries) + q * a.dim;
   uint32_t* query_words = reinterpret_cast<uint32_t*>(w.query);
-  for (int d = w.rank * kWarp + w.lane; d < L.dim_padded; d += kWarp * w.crew)
+  for (int d = w.rank * G + w.lane; d < L.dim_padded; d += G * w.crew)
     query_words[d] = d < a.dim ? query[d] : 0u;
   w.cur = 0;
   w.occupied = 0;
   if (leader) {
-    for (int i = w.lane; i < L.width; i += kWarp) {
+    for (int i = w.lane; i < L.width; i += G) {
       w.key(0)[i] = __int_as_float(0x7f800000);  // +inf
       w.row(0)[i] = kNoRow;
     }
@@ -607,7 +666,7 @@ __device__ void search_query(const SearchArgs& a, Warp& w, int32_t* picked_row, 
   for (int e0 = 0; e0 < a.entry_count; e0 += L.candidates) {
     const int n = min(L.candidates, a.entry_count - e0);
     if (leader)
-      for (int i = w.lane; i < n; i += kWarp) w.cand_row[i] = a.entries[e0 + i];
+      for (int i = w.lane; i < n; i += G) w.cand_row[i] = a.entries[e0 + i];
     w.crew_sync();
     walk_distances<kTeam, T>(a, w, n);
     w.crew_sync();
@@ -618,10 +677,10 @@ __device__ void search_query(const SearchArgs& a, Warp& w, int32_t* picked_row, 
     if (leader) {
       // 1. candidate locating: the best unexpanded entries and their unvisited neighbours.
       int picked = 0;
-      for (int i0 = 0; i0 < L.width && picked < a.probes; i0 += kWarp) {
+      for (int i0 = 0; i0 < L.width && picked < a.probes; i0 += G) {
         const int i = i0 + w.lane;
         const uint32_t r = i < L.width ? w.row(w.cur)[i] : kNoRow;
-        unsigned mask = __ballot_sync(kFullMask, r != kNoRow && (r & kExpanded) == 0);
+        unsigned mask = group_ballot<G>(r != kNoRow && (r & kExpanded) == 0);
         while (mask != 0 && picked < a.probes) {
           const int src = __ffs(mask) - 1;
           mask &= mask - 1;
@@ -632,19 +691,19 @@ __device__ void search_query(const SearchArgs& a, Warp& w, int32_t* picked_row, 
           ++picked;
         }
       }
-      __syncwarp();
+      group_sync<G>();
       int found = -1;  // -1: every entry is expanded, the search is over
       if (picked > 0) {
         if (w.occupied + picked * a.degree > visited_capacity(w)) rebuild_table(w);
         found = 0;
         const int total = picked * a.degree;
-        for (int j0 = 0; j0 < total; j0 += kWarp) {
+        for (int j0 = 0; j0 < total; j0 += G) {
           const int j = j0 + w.lane;
           int32_t nb = -1;
           if (j < total) nb = __ldg(a.adjacency + int64_t(picked_row[j / a.degree]) * a.degree + j % a.degree);
           const bool fresh = nb >= 0 && !visited_contains(w, nb);
-          const unsigned mask = __ballot_sync(kFullMask, fresh);
-          if (fresh) w.cand_row[found + __popc(mask & lanes_below())] = nb;
+          const unsigned mask = group_ballot<G>(fresh);
+          if (fresh) w.cand_row[found + __popc(mask & group_lanes_below<G>())] = nb;
           found += __popc(mask);
         }
       }
@@ -663,14 +722,14 @@ __device__ void search_query(const SearchArgs& a, Warp& w, int32_t* picked_row, 
 
   // The first k allowed entries are the results.
   int written = 0;
-  for (int i0 = 0; i0 < L.width && written < a.k; i0 += kWarp) {
+  for (int i0 = 0; i0 < L.width && written < a.k; i0 += G) {
     const int i = i0 + w.lane;
     const uint32_t r = i < L.width ? w.row(w.cur)[i] & ~kExpanded : kNoRow;
     bool allowed = r != kNoRow;
     if (allowed && a.filter != nullptr)
       allowed = int64_t(r) < a.filter_bits && (a.filter[r >> 3] >> (r & 7)) & 1;
-    const unsigned mask = __ballot_sync(kFullMask, allowed);
-    const int pos = written + __popc(mask & lanes_below());
+    const unsigned mask = group_ballot<G>(allowed);
+    const int pos = written + __popc(mask & group_lanes_below<G>());
     if (allowed && pos < a.k) {
       const float key = w.key(w.cur)[i];
       a.distances[q * a.k + pos] = a.inner_product ? -key : key;
@@ -678,18 +737,19 @@ __device__ void search_query(const SearchArgs& a, Warp& w, int32_t* picked_row, 
     }
     written += __popc(mask);
   }
-  for (int pos = written + w.lane; pos < a.k; pos += kWarp) {
+  for (int pos = written + w.lane; pos < a.k; pos += G) {
     a.distances[q * a.k + pos] = a.inner_product ? __int_as_float(0xff800000) : __int_as_float(0x7f800000);
     a.ids[q * a.k + pos] = -1;
   }
-  __syncwarp();  // the next query overwrites what the lanes read here
+  group_sync<G>();  // the next query overwrites what the lanes read here
 }
 
-// A warp's view of its query's shared memory at `base`.
-__device__ Warp warp_view(const WarpLayout& L, float* base, int crew, int rank, int visited) {
-  Warp w;
+// A warp's (a group's: G < 32) view of its query's shared memory at `base`.
+template <int G>
+__device__ Warp<G> warp_view(const WarpLayout& L, float* base, int crew, int rank, int visited) {
+  Warp<G> w;
   w.visited = visited;
-  w.lane = threadIdx.x % kWarp;
+  w.lane = threadIdx.x % G;
   w.crew = crew;
   w.rank = rank;
   w.width = L.width;
@@ -707,20 +767,24 @@ __device__ Warp warp_view(const WarpLayout& L, float* base, int crew, int rank, 
 }
 
 // Persistent warps: each takes the next query when it is done with one (walk lengths vary, so this
-// keeps every warp busy to the end instead of waiting for the slowest warp of its block).
-template <int kTeam, typename T>
+// keeps every warp busy to the end instead of waiting for the slowest warp of its block). G < 32:
+// SONG's multi-query per warp, each group of G lanes a persistent searcher of its own, with its own
+// shared memory (a WarpLayout a group, in lane order) and scratch.
+template <int kTeam, typename T, int G>
 __global__ void __launch_bounds__(kMaxWarpsPerBlock * kWarp, kMinBlocksPerSm) graph_search_kernel(SearchArgs a) {
+  constexpr int kGroups = kMaxWarpsPerBlock * (kWarp / G);  // queries a block searches at once
   extern __shared__ __align__(16) float shared[];
-  __shared__ int32_t picked_rows[kMaxWarpsPerBlock][kMaxProbes];
-  __shared__ int counts[kMaxWarpsPerBlock];
-  const int warp_in_block = threadIdx.x / kWarp;
-  Warp w = warp_view(a.layout, shared + int64_t(warp_in_block) * a.layout.words(), 1, 0, a.visited);
+  __shared__ int32_t picked_rows[kGroups][kMaxProbes];
+  __shared__ int counts[kGroups];
+  const int group = threadIdx.x / G;  // in the block
+  Warp<G> w = warp_view<G>(a.layout, shared + int64_t(group) * a.layout.words(), 1, 0, a.visited);
   while (true) {
     unsigned long long q = 0;
     if (w.lane == 0) q = atomicAdd(a.next_query, 1ull);
-    q = __shfl_sync(kFullMask, q, 0);
-    if (q >= (unsigned long long)a.nq) return;  // the whole warp leaves
-    search_query<kTeam, T>(a, w, picked_rows[warp_in_block], &counts[warp_in_block], int64_t(q));
+    q = __shfl_sync(group_mask<G>(), q, 0, G);
+    // The whole group leaves; the warp's other groups go on (their collectives name only their lanes).
+    if (q >= (unsigned long long)a.nq) return;
+    search_query<kTeam, T>(a, w, picked_rows[group], &counts[group], int64_t(q));
   }
 }
 
@@ -732,21 +796,24 @@ __global__ void __launch_bounds__(kMaxCrew * kWarp) graph_search_crew_kernel(Sea
   extern __shared__ __align__(16) float shared[];
   __shared__ int32_t picked_row[kMaxProbes];
   __shared__ int count;
-  Warp w = warp_view(a.layout, shared, blockDim.x / kWarp, threadIdx.x / kWarp, a.visited);
+  Warp<kWarp> w = warp_view<kWarp>(a.layout, shared, blockDim.x / kWarp, threadIdx.x / kWarp, a.visited);
   search_query<kTeam, T>(a, w, picked_row, &count, blockIdx.x);
 }
 
 using KernelFn = void (*)(SearchArgs);
 
-// A walk's two kernels: persistent warps, and crews.
+// A walk's kernels: persistent warps searching 1, 2 or 4 queries each (a distance's team at most
+// the lanes of a query), and crews.
 struct Kernels {
-  KernelFn warp;
+  KernelFn warp[3];  // by queries a warp: 1, 2, 4
   KernelFn crew;
 };
 
 template <int kTeam, typename T>
 Kernels kernels() {
-  return {graph_search_kernel<kTeam, T>, graph_search_crew_kernel<kTeam, T>};
+  return {{graph_search_kernel<kTeam, T, kWarp>, graph_search_kernel<std::min(kTeam, kWarp / 2), T, kWarp / 2>,
+           graph_search_kernel<std::min(kTeam, kWarp / 4), T, kWarp / 4>},
+          graph_search_crew_kernel<kTeam, T>};
 }
 
 template <typename T>
@@ -797,7 +864,9 @@ Walk code_walk(Resources&, const GraphDevice& graph, const GraphSearchOptions&) 
 
 // Warps a query gets: options.warps_per_query, or automatically a crew when the batch leaves most of
 // the device idle (fewer queries than SMs): enough warps for every candidate of an expansion at once.
+// Never a crew when a warp searches several queries.
 int crew_size(const GraphSearchOptions& options, int64_t nq, int team, int candidates, int sm_count) {
+  if (options.queries_per_warp > 1) return 1;
   if (options.warps_per_query > 0) return int(options.warps_per_query);
   if (nq >= sm_count) return 1;
   const int per_warp = kWarp / team;
@@ -824,6 +893,11 @@ void run_search(Resources& resources, const GraphDevice& graph, int64_t nq, cons
           options.warps_per_query, " is outside 0 .. ", kMaxCrew);
   require(int(options.visited) >= kHashTable && int(options.visited) <= kCuckoo, "visited = ", int(options.visited),
           " is not a VisitedSet");
+  require(options.queries_per_warp == 1 || options.queries_per_warp == 2 || options.queries_per_warp == 4,
+          "queries_per_warp = ", options.queries_per_warp, " is not 1, 2 or 4");
+  require(options.queries_per_warp == 1 || options.warps_per_query <= 1, "queries_per_warp = ",
+          options.queries_per_warp, " with warps_per_query = ", options.warps_per_query,
+          ": a warp searching several queries cannot also share one query with other warps");
   if (nq == 0) return;
   require(queries != nullptr && ids != nullptr, "queries and ids must not be null");
 
@@ -832,19 +906,25 @@ void run_search(Resources& resources, const GraphDevice& graph, int64_t nq, cons
   a.layout.width = int(options.search_width);
   a.layout.candidates = int(std::max<int64_t>(options.probes * graph.degree, kWarp));
   a.layout.table = next_power_of_two(2 * (a.layout.width + a.layout.candidates));
-  const int64_t warp_bytes = int64_t(a.layout.words()) * 4;
+  const int64_t query_bytes = int64_t(a.layout.words()) * 4;
   // The kernel's own static shared memory (picked rows) comes off the opt-in maximum.
   const int64_t max_shared = resources.limits().max_shared_bytes - kStaticSharedReserve;
-  require(warp_bytes <= max_shared, "search_width = ", options.search_width, " needs ", warp_bytes,
+  require(query_bytes <= max_shared, "search_width = ", options.search_width, " needs ", query_bytes,
           " bytes of shared memory per query, above the device's ", max_shared);
+  const int queries_per_warp = int(options.queries_per_warp);
+  const int64_t warp_bytes = query_bytes * queries_per_warp;
+  require(warp_bytes <= max_shared, "queries_per_warp = ", queries_per_warp, " at search_width = ",
+          options.search_width, " needs ", warp_bytes, " bytes of shared memory per warp, above the device's ",
+          max_shared);
 
   Session session(resources);
   const Walk walk = pick(resources, graph, options);
   const int crew = crew_size(options, nq, walk.team, a.layout.candidates, resources.limits().sm_count);
-  const KernelFn kernel = crew > 1 ? walk.kernels.crew : walk.kernels.warp;
+  // warp[0], [1], [2]: 1, 2, 4 queries a warp.
+  const KernelFn kernel = crew > 1 ? walk.kernels.crew : walk.kernels.warp[queries_per_warp / 2];
   // Persistent warps: as many a block as the shared memory allows; a crew: one query's memory.
   const int warps = crew > 1 ? crew : int(std::clamp<int64_t>(max_shared / warp_bytes, 1, kMaxWarpsPerBlock));
-  const int64_t shared_bytes = crew > 1 ? warp_bytes : warp_bytes * warps;
+  const int64_t shared_bytes = crew > 1 ? query_bytes : warp_bytes * warps;
   a.walk_vectors = walk.data;
   a.vec_walk = walk.vec;
   cudaStream_t stream = resources.stream(0);
@@ -889,7 +969,9 @@ void run_search(Resources& resources, const GraphDevice& graph, int64_t nq, cons
     int per_sm = 0;
     QV_CUDA_CHECK(
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, warps * kWarp, size_t(shared_bytes)));
-    blocks = std::min<int64_t>((nq + warps - 1) / warps, int64_t(std::max(per_sm, 1)) * resources.limits().sm_count);
+    const int64_t per_block = int64_t(warps) * queries_per_warp;  // queries a block searches at once
+    blocks = std::min<int64_t>((nq + per_block - 1) / per_block,
+                               int64_t(std::max(per_sm, 1)) * resources.limits().sm_count);
   }
   kernel<<<unsigned(blocks), unsigned(warps * kWarp), size_t(shared_bytes), stream>>>(a);
   QV_LAUNCH_CHECK("graph_search_kernel");

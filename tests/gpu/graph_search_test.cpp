@@ -191,6 +191,104 @@ TEST(GpuGraphSearch, HalfWalkBeyondFloat16RangeReadsBfloat16) {
   expect_narrow_queues_find_most_neighbours(1e5f);
 }
 
+// SONG's multi-query per warp: with queries_per_warp 2 or 4 a group of 16 or 8 lanes walks each
+// query as a whole warp does with 1. Small integers keep every distance exact whatever the lanes
+// a distance takes (dimension 200: 16 lanes one query a warp, 8 with 4 a warp), so with the hash
+// table the results are identical. The filters insert an iteration's rows in rounds of the group's
+// lanes, so a false positive (rare) may drop another row: a few queries may differ there.
+TEST(GpuGraphSearch, QueriesPerWarpTakeTheSameWalks) {
+  QV_REQUIRE_GPU();
+  struct Shape {
+    int64_t dim, degree;
+    bool l2;
+  };
+  // 5: scalar loads, 4-lane teams; 32: float4 loads; 100: 8-lane teams; 200: 16-lane teams.
+  const Shape shapes[] = {{5, 8, true}, {32, 16, false}, {100, 12, true}, {200, 16, true}};
+  // Odd counts: the last warp's groups run out of queries at different times.
+  const int64_t n = sized(1201, 301), nq = sized(203, 13);
+  const gpu::VisitedSet visited_sets[] = {gpu::VisitedSet::hash_table, gpu::VisitedSet::bloom,
+                                          gpu::VisitedSet::cuckoo};
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(::testing::Message() << "dim " << s.dim << " degree " << s.degree << (s.l2 ? " L2" : " IP"));
+    const auto x = integer_vectors(n, s.dim, 21, 3), q = integer_vectors(nq, s.dim, 22, 3);
+    const auto adjacency = knn_graph(s.l2, x, s.dim, s.degree);
+    gpu::GraphDevicePtr graph = gpu::make_graph(shared_resources(), s.dim, s.l2 ? Metric::l2 : Metric::inner_product);
+    const std::vector<int32_t> entries = {0, int32_t(n / 3), int32_t(2 * n / 3)};
+    gpu::graph_upload(shared_resources(), *graph, n, x.data(), s.degree, adjacency.data(), nullptr, entries.data(),
+                      int64_t(entries.size()));
+    std::vector<uint8_t> filter(size_t((n + 7) / 8), 0);
+    for (int64_t r = 0; r < n; r += 3) filter[r / 8] |= uint8_t(1u << (r % 8));
+    for (gpu::VisitedSet visited : visited_sets) {
+      const bool exact = visited == gpu::VisitedSet::hash_table;
+      // k near the width: the results are nearly the whole queue.
+      for (const auto& [width, k] : {std::pair<int64_t, int64_t>{16, 16}, {48, 47}}) {
+        for (int variant = 0; variant < 3; ++variant) {
+          const bool filtered = variant == 1, half = variant == 2;
+          // Under the sanitizer: one width, and the filter and the half walk with the table only.
+          if (skip_under_sanitizer(width != 16 || (variant > 0 && !exact))) continue;
+          if (half && !exact) continue;  // the filters' walks are the float32 walk's
+          SCOPED_TRACE(::testing::Message() << "visited " << int(visited) << " width " << width << " k " << k
+                                            << (filtered ? ", filtered" : "") << (half ? ", half walk" : ""));
+          gpu::GraphSearchOptions options;
+          options.search_width = width;
+          options.visited = visited;
+          options.half_walk = half;
+          if (filtered) options.filter = gpu::RowFilter{filter.data(), n};
+          const Neighbours want = search(*graph, q, s.dim, k, options);
+          for (int64_t per_warp : {2, 4}) {
+            SCOPED_TRACE(::testing::Message() << per_warp << " queries a warp");
+            options.queries_per_warp = per_warp;
+            const Neighbours got = search(*graph, q, s.dim, k, options);
+            if (!exact) {
+              int64_t differ = 0;
+              for (int64_t i = 0; i < nq; ++i)
+                differ += !std::equal(&got.ids[i * k], &got.ids[i * k] + k, &want.ids[i * k]);
+              EXPECT_LE(differ, 1 + nq / 50);
+              continue;
+            }
+            EXPECT_EQ(got.ids, want.ids);
+            EXPECT_EQ(got.distances, want.distances);
+            // Fewer queries than a warp's groups: the idle groups leave at once, the others go on.
+            const std::vector<float> few(q.begin(), q.begin() + 3 * s.dim);
+            const Neighbours got_few = search(*graph, few, s.dim, k, options);
+            EXPECT_TRUE(std::equal(got_few.ids.begin(), got_few.ids.end(), want.ids.begin()));
+            EXPECT_TRUE(std::equal(got_few.distances.begin(), got_few.distances.end(), want.distances.begin()));
+          }
+        }
+      }
+    }
+  }
+}
+
+// The hashed walk (graph_search_codes) the same way: codes are the signs of small integer vectors,
+// the graph their k-NN graph; the walk's rows are identical with the hash table.
+TEST(GpuGraphSearch, QueriesPerWarpTakeTheSameHashedWalks) {
+  QV_REQUIRE_GPU();
+  const int64_t n = sized(1001, 257), nq = sized(101, 11), dim = 64, words = dim / 32, degree = 16, width = 32;
+  const auto x = integer_vectors(n, dim, 31, 3), q = integer_vectors(nq, dim, 32, 3);
+  auto codes_of = [&](const std::vector<float>& v) {
+    std::vector<uint32_t> codes(v.size() / 32, 0);
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v[i] > 0) codes[i / 32] |= 1u << (i % 32);
+    return codes;
+  };
+  const auto codes = codes_of(x), query_codes = codes_of(q);
+  const auto adjacency = knn_graph(true, x, dim, degree);
+  gpu::GraphDevicePtr graph = gpu::make_graph(shared_resources(), words, Metric::l2);
+  const int32_t entry = int32_t(n / 2);
+  gpu::graph_upload_codes(shared_resources(), *graph, n, codes.data(), degree, adjacency.data(), &entry, 1);
+  gpu::GraphSearchOptions options;
+  options.search_width = width;
+  options.visited = gpu::VisitedSet::hash_table;
+  std::vector<int64_t> want(size_t(nq * width)), got(size_t(nq * width));
+  gpu::graph_search_codes(shared_resources(), *graph, nq, query_codes.data(), options, want.data());
+  for (int64_t per_warp : {2, 4}) {
+    options.queries_per_warp = per_warp;
+    gpu::graph_search_codes(shared_resources(), *graph, nq, query_codes.data(), options, got.data());
+    EXPECT_EQ(got, want) << per_warp << " queries a warp";
+  }
+}
+
 TEST(GpuGraphSearch, RejectsBadArguments) {
   QV_REQUIRE_GPU();
   gpu::Resources& resources = shared_resources();
@@ -216,6 +314,26 @@ TEST(GpuGraphSearch, RejectsBadArguments) {
   options.warps_per_query = 0;
   options.visited = static_cast<gpu::VisitedSet>(3);
   EXPECT_THROW(gpu::graph_search(resources, *graph, 1, x.data(), 1, options, d, ids), Error);
+  options.visited = gpu::VisitedSet::bloom;
+  for (int64_t per_warp : {-1, 0, 3, 8}) {  // 1, 2 or 4
+    options.queries_per_warp = per_warp;
+    EXPECT_THROW(gpu::graph_search(resources, *graph, 1, x.data(), 1, options, d, ids), Error) << per_warp;
+  }
+  options.queries_per_warp = 2;
+  options.warps_per_query = 2;  // several queries a warp, several warps a query
+  EXPECT_THROW(gpu::graph_search(resources, *graph, 1, x.data(), 1, options, d, ids), Error);
+  options.warps_per_query = 1;
+  EXPECT_NO_THROW(gpu::graph_search(resources, *graph, 1, x.data(), 1, options, d, ids));
+  options.warps_per_query = 0;
+  options.queries_per_warp = 1;
+  // 16 000 dimensions: 65 056 bytes of shared memory a query, 4 x as much a warp: beyond every device.
+  const int64_t wide = 16000;
+  gpu::GraphDevicePtr wide_graph = gpu::make_graph(resources, wide, Metric::l2);
+  const std::vector<float> wide_x(size_t(2 * wide), 1.0f);
+  gpu::graph_upload(resources, *wide_graph, 2, wide_x.data(), 1, good, nullptr, &entry, 1);
+  EXPECT_NO_THROW(gpu::graph_search(resources, *wide_graph, 1, wide_x.data(), 1, options, d, ids));
+  options.queries_per_warp = 4;
+  EXPECT_THROW(gpu::graph_search(resources, *wide_graph, 1, wide_x.data(), 1, options, d, ids), Error);
   EXPECT_THROW(gpu::make_graph(resources, 4, Metric::cosine), Error);
 }
 
