@@ -60,7 +60,8 @@ class ShardedIndex : public CompositeIndex {
 
   // The shards' k-NN result buffers (bounded: a search goes through them in chunks of queries), on
   // the host (at k = 100 allocating and faulting them in is otherwise much of a search's host time)
-  // or on the shards' devices.
+  // or on the shards' devices; at most 512 MiB a set of all shards', a set per concurrent caller,
+  // kept until the index is freed (like the devices' memory pools, not counted in memory()).
   mutable KeptSets<std::vector<PartResult>> host_buffers_;
   mutable KeptSets<std::vector<gpu::ResultBufferPtr>> device_buffers_;
 };
