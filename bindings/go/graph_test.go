@@ -121,3 +121,91 @@ func TestGraphErrors(t *testing.T) {
 		t.Fatalf("search before add: %v, want ErrNotTrained", err)
 	}
 }
+
+func TestGraphWalkParamsAreCheckedWhateverTheIndex(t *testing.T) {
+	ctx := newContext(t)
+	const dim = 8
+	base, queries := clustered(6, 300, dim), clustered(7, 5, dim)
+	bad := []struct {
+		field string
+		p     SearchParams
+	}{
+		{"graph_visited", SearchParams{GraphVisited: -1}},
+		{"graph_visited", SearchParams{GraphVisited: GraphVisitedCuckoo + 1}},
+		{"graph_probes", SearchParams{GraphProbes: GraphMaxProbes + 1}},
+		{"GraphProbes", SearchParams{GraphProbes: -1}},
+		{"graph_warps_per_query", SearchParams{GraphWarpsPerQuery: GraphMaxWarpsPerQuery + 1}},
+		{"graph_queries_per_warp", SearchParams{GraphQueriesPerWarp: 3}},
+		{"graph_warps_per_query", SearchParams{GraphQueriesPerWarp: 2, GraphWarpsPerQuery: 2}},
+	}
+	for _, ix := range []*Index{newGraph(t, ctx, "Graph16", dim, MetricL2, base), newFlat(t, ctx, dim, MetricL2, base)} {
+		before, err := ix.Search(queries, 5, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range bad {
+			_, err := ix.Search(queries, 5, &b.p)
+			wantError(t, err, ErrInvalidArgument)
+			if !strings.Contains(err.Error(), b.field) {
+				t.Fatalf("%+v: %v does not name %s", b.p, err, b.field)
+			}
+			_, err = ix.RangeSearch(queries, 1, &b.p)
+			wantError(t, err, ErrInvalidArgument)
+		}
+		after, err := ix.Search(queries, 5, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range before.IDs {
+			if before.IDs[i] != after.IDs[i] || before.Distances[i] != after.Distances[i] {
+				t.Fatalf("a refused search changed the results: %v, want %v", after.IDs, before.IDs)
+			}
+		}
+	}
+}
+
+func TestGraphWalkParamsAreIgnoredOnTheCPU(t *testing.T) {
+	ctx, err := NewContext(&ContextOptions{Device: DeviceCPU, CPUThreads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	const dim, k = 16, 10
+	ix := newGraph(t, ctx, "Graph16", dim, MetricL2, clustered(8, 1000, dim))
+	queries := clustered(9, 30, dim)
+	want, err := ix.Search(queries, k, &SearchParams{SearchWidth: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	combinations := 0
+	for _, visited := range []GraphVisited{GraphVisitedDefault, GraphVisitedHashTable, GraphVisitedBloom,
+		GraphVisitedCuckoo} {
+		for _, probes := range []int{0, 1, 2, GraphMaxProbes} {
+			for _, warps := range []int{0, 1, 4, GraphMaxWarpsPerQuery} {
+				for _, perWarp := range []int{0, 1, 2, 4} {
+					if perWarp > 1 && warps > 1 {
+						continue // refused (above)
+					}
+					p := SearchParams{SearchWidth: 32, GraphVisited: visited, GraphProbes: probes,
+						GraphWarpsPerQuery: warps, GraphQueriesPerWarp: perWarp}
+					got, err := ix.Search(queries, k, &p)
+					if err != nil {
+						t.Fatalf("%+v: %v", p, err)
+					}
+					for i := range want.IDs {
+						if got.IDs[i] != want.IDs[i] || got.Distances[i] != want.Distances[i] {
+							t.Fatalf("%+v (%v): ids %v, want %v", p, visited, got.IDs[:k], want.IDs[:k])
+						}
+					}
+					combinations++
+				}
+			}
+		}
+	}
+	if combinations != 4*4*12 {
+		t.Fatalf("%d combinations searched, want %d", combinations, 4*4*12)
+	}
+	if s := GraphVisitedBloom.String(); s != "Bloom" {
+		t.Fatalf("GraphVisitedBloom.String() = %q", s)
+	}
+}

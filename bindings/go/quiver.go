@@ -158,6 +158,47 @@ const (
 	ComputeBF16 ComputeMode = C.QV_COMPUTE_BF16
 )
 
+// GraphVisited is the visited set of a graph index's walk on a CUDA device
+// (SearchParams.GraphVisited): the nodes a query has already reached, kept in its warp's shared
+// memory (SONG's choices). The filters now and then take a new node for a visited one and skip it:
+// that may cost recall, never correctness (results stay sorted, distinct and with exact distances).
+// On an H100 (1M x 128 vectors, degree 32) the Bloom filter answered 13-16% more queries a second
+// than the hash table at search widths 64-128, with the same recall; the Cuckoo filter was as fast
+// as the table or slower. CPU searches ignore it.
+type GraphVisited int32
+
+const (
+	// GraphVisitedDefault is the library's choice, today GraphVisitedBloom (the default).
+	GraphVisitedDefault GraphVisited = C.QV_GRAPH_VISITED_DEFAULT
+	// GraphVisitedHashTable is an open-addressing table of the nodes: exact, with deletion.
+	GraphVisitedHashTable GraphVisited = C.QV_GRAPH_VISITED_HASH_TABLE
+	// GraphVisitedBloom is a Bloom filter, 3 bits a node, rebuilt from the queue when full.
+	GraphVisitedBloom GraphVisited = C.QV_GRAPH_VISITED_BLOOM
+	// GraphVisitedCuckoo is a Cuckoo filter of 16-bit fingerprints, with deletion.
+	GraphVisitedCuckoo GraphVisited = C.QV_GRAPH_VISITED_CUCKOO
+)
+
+// String returns the visited set's name, e.g. "Bloom".
+func (v GraphVisited) String() string {
+	switch v {
+	case GraphVisitedDefault:
+		return "Default"
+	case GraphVisitedHashTable:
+		return "HashTable"
+	case GraphVisitedBloom:
+		return "Bloom"
+	case GraphVisitedCuckoo:
+		return "Cuckoo"
+	}
+	return fmt.Sprintf("GraphVisited(%d)", int32(v))
+}
+
+// GraphMaxProbes is the largest SearchParams.GraphProbes (QV_GRAPH_MAX_PROBES).
+const GraphMaxProbes = C.QV_GRAPH_MAX_PROBES
+
+// GraphMaxWarpsPerQuery is the largest SearchParams.GraphWarpsPerQuery (QV_GRAPH_MAX_WARPS_PER_QUERY).
+const GraphMaxWarpsPerQuery = C.QV_GRAPH_MAX_WARPS_PER_QUERY
+
 // DeviceKind is where a context runs its work.
 type DeviceKind int32
 

@@ -17,6 +17,31 @@ Metric device_metric(Metric metric) { return metric == Metric::l2 ? Metric::l2 :
 // The hash directions: fixed, so that a reloaded index walks the same codes.
 constexpr uint64_t kHashSeed = 0x5049a7e5u;
 
+static_assert(kMaxGraphProbes == gpu::kMaxProbes, "the engine's probe limit is the backend's");
+
+// The backend's options for a walk of `width`: the caller's, where not left to the backend (0).
+gpu::GraphSearchOptions walk_options(const GraphWalkOptions& walk, int64_t width) {
+  gpu::GraphSearchOptions options;
+  options.search_width = width;
+  if (walk.probes > 0) options.probes = walk.probes;
+  options.warps_per_query = walk.warps_per_query;
+  if (walk.queries_per_warp > 0) options.queries_per_warp = walk.queries_per_warp;
+  switch (walk.visited) {
+    case GraphVisited::automatic:
+      break;
+    case GraphVisited::hash_table:
+      options.visited = gpu::VisitedSet::hash_table;
+      break;
+    case GraphVisited::bloom:
+      options.visited = gpu::VisitedSet::bloom;
+      break;
+    case GraphVisited::cuckoo:
+      options.visited = gpu::VisitedSet::cuckoo;
+      break;
+  }
+  return options;
+}
+
 // Rows that may be returned: allowed ids, no tombstones, as bits in `bits`; an empty filter when
 // nothing is excluded.
 gpu::RowFilter allowed_rows(const GraphData& data, const IdFilter& filter, std::vector<uint8_t>& bits) {
@@ -53,13 +78,12 @@ void GraphGpuCopy::upload(ThreadPool& pool, const GraphData& data) {
 }
 
 void GraphGpuCopy::search_hashed(ThreadPool& pool, const GraphData& data, const float* queries, int64_t nq,
-                                 int64_t k, int64_t width, const IdFilter& filter, float* distances,
-                                 int64_t* ids) const {
+                                 int64_t k, int64_t width, const GraphWalkOptions& walk, const IdFilter& filter,
+                                 float* distances, int64_t* ids) const {
   std::vector<uint32_t> codes(static_cast<size_t>(nq * projection_.words()));
   hash_codes(pool, projection_, queries, nq, codes.data());
   std::vector<int64_t> rows(static_cast<size_t>(nq * width));
-  gpu::GraphSearchOptions options;
-  options.search_width = width;
+  const gpu::GraphSearchOptions options = walk_options(walk, width);
   gpu::graph_search_codes(resources_, *graph_, nq, codes.data(), options, rows.data());
   const KeyFn key = search_key(data.metric);
   pool.parallel_for(nq, [&](int64_t q) {
@@ -83,17 +107,17 @@ void GraphGpuCopy::search_hashed(ThreadPool& pool, const GraphData& data, const 
 int64_t GraphGpuCopy::device_bytes() const { return gpu::graph_device_bytes(*graph_); }
 
 void GraphGpuCopy::search(ThreadPool& pool, const GraphData& data, ScratchPool& scratch, const float* queries,
-                          int64_t nq, int64_t k, int64_t width, ComputeMode mode, const IdFilter& filter,
-                          float* distances, int64_t* ids) const {
+                          int64_t nq, int64_t k, int64_t width, ComputeMode mode, const GraphWalkOptions& walk,
+                          const IdFilter& filter, float* distances, int64_t* ids) const {
   if (hash_bits_ > 0) {
-    search_hashed(pool, data, queries, nq, k, width, filter, distances, ids);
+    search_hashed(pool, data, queries, nq, k, width, walk, filter, distances, ids);
     complete_short_queries(pool, data, scratch, queries, nq, k, width, filter, distances, ids);
     return;
   }
   std::vector<uint8_t> row_bits;
-  gpu::GraphSearchOptions options;
+  // The index checked k <= width <= gpu::kMaxSearchWidth.
+  gpu::GraphSearchOptions options = walk_options(walk, width);
   options.filter = allowed_rows(data, filter, row_bits);
-  options.search_width = width;  // the index checked k <= width <= gpu::kMaxSearchWidth
   options.half_walk = mode == ComputeMode::fp16 || mode == ComputeMode::bf16;
   gpu::graph_search(resources_, *graph_, nq, queries, k, options, distances, ids);
   complete_short_queries(pool, data, scratch, queries, nq, k, width, filter, distances, ids);

@@ -11,6 +11,7 @@
 #include "cpp/core/compute_mode.h"
 #include "cpp/graph/hash_codes.h"
 #include "cpp/index/graph_search.h"
+#include "cpp/index/index.h"
 
 namespace quiver {
 
@@ -32,18 +33,20 @@ class GraphGpuCopy {
 
   // graph_knn_search's contract, on the device (k <= width <= gpu::kMaxSearchWidth): queries in host
   // memory (normalised for cosine); fp16 and bf16 modes walk the graph in half precision (the
-  // results re-ranked in float32; a hashed copy ignores the mode);
+  // results re-ranked in float32; a hashed copy ignores the mode); `walk` tunes the walk (hashed or
+  // not), and combinations the device cannot run throw invalid_argument;
   // filter and tombstones become a row filter; queries left short of k results by them are
   // completed on the CPU (graph_knn_search's exact fallback) through `pool` and `scratch`.
   void search(ThreadPool& pool, const GraphData& data, ScratchPool& scratch, const float* queries, int64_t nq,
-              int64_t k, int64_t width, ComputeMode mode, const IdFilter& filter, float* distances,
-              int64_t* ids) const;
+              int64_t k, int64_t width, ComputeMode mode, const GraphWalkOptions& walk, const IdFilter& filter,
+              float* distances, int64_t* ids) const;
 
  private:
   // The hashed walk: each query's width rows nearest by Hamming distance, re-ranked on the host;
   // queries with fewer than k allowed rows among them are left with id -1 at position k - 1.
   void search_hashed(ThreadPool& pool, const GraphData& data, const float* queries, int64_t nq, int64_t k,
-                     int64_t width, const IdFilter& filter, float* distances, int64_t* ids) const;
+                     int64_t width, const GraphWalkOptions& walk, const IdFilter& filter, float* distances,
+                     int64_t* ids) const;
 
   // Queries whose walk reached fewer than k allowed rows (id -1 at k - 1): the CPU search with its
   // exact fallback.

@@ -168,7 +168,7 @@ void GraphIndex::do_search(int64_t nq, const float* queries, int64_t k, const Se
   const int64_t clamped = std::min(width, std::max<int64_t>(rows(), k));
   if (searches_on_device(k, clamped)) {
     device_copy_->search(context().pool(), data(), scratch_, queries, nq, k, clamped, options.compute_mode,
-                         options.filter, distances, ids);
+                         options.graph, options.filter, distances, ids);
     return;
   }
   graph_knn_search(context().pool(), data(), scratch_, queries, nq, k, clamped, options.filter, distances, ids);

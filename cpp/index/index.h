@@ -34,6 +34,22 @@ enum class IndexKind : uint32_t {
 // SearchOptions::nprobe when the caller leaves it to the index (QV_NPROBE_DEFAULT).
 constexpr uint32_t kNprobeDefault = 0xFFFFFFFFu;
 
+// The visited set of a graph index's walk on a CUDA device (qv_graph_visited_t; gpu::VisitedSet).
+enum class GraphVisited : int32_t { automatic = 0, hash_table = 1, bloom = 2, cuckoo = 3 };
+
+// Largest GraphWalkOptions::probes and warps_per_query (the CUDA graph search's limits).
+constexpr uint32_t kMaxGraphProbes = 8;
+constexpr uint32_t kMaxGraphWarpsPerQuery = 16;
+
+// How graph indexes walk on a CUDA device (SONG, cpp/backend/gpu_graph.h's GraphSearchOptions); CPU
+// searches ignore it. 0 / automatic in each: the backend's default.
+struct GraphWalkOptions {
+  GraphVisited visited = GraphVisited::automatic;
+  uint32_t probes = 0;            // nodes expanded per iteration, 1 .. kMaxGraphProbes; 0: 1
+  uint32_t warps_per_query = 0;   // warps sharing a query, 1 .. kMaxGraphWarpsPerQuery; 0: automatic
+  uint32_t queries_per_warp = 0;  // 1, 2 or 4 (then warps_per_query <= 1); 0: 1
+};
+
 struct SearchOptions {
   IdFilter filter;
   // Inverted-file indexes: lists visited, 1 .. nlist, or kNprobeDefault; other kinds ignore it.
@@ -45,6 +61,8 @@ struct SearchOptions {
   uint32_t refine_factor = 0;
   // Range searches: the most hits one query may have (more: Status::too_many_results); 0: no limit.
   int64_t max_range_results = 0;
+  // Graph indexes searched on a CUDA device.
+  GraphWalkOptions graph;
 };
 
 struct MemoryUse {

@@ -125,6 +125,25 @@ enum qv_compute_mode_code {
   QV_COMPUTE_BF16 = 3  /* bfloat16 copies of the vectors */
 };
 
+/* The visited set of a graph index's walk on a CUDA device (qv_search_params_t.graph_visited): the
+ * nodes a query has already reached, kept in its warp's shared memory (SONG's choices). The filters
+ * now and then take a new node for a visited one and skip it: that may cost recall, never
+ * correctness (results stay sorted, distinct and with exact distances). Measured on an H100 (1M x 128
+ * vectors, a graph of degree 32, 10 000 queries): the Bloom filter answered 13-16% more queries a
+ * second than the hash table at search widths 64-128, 4-7% more at 32-48 and as many at 16-24, with
+ * the same recall to four decimals; the Cuckoo filter was as fast as the table or slower. */
+typedef int32_t qv_graph_visited_t;
+enum qv_graph_visited_code {
+  QV_GRAPH_VISITED_DEFAULT = 0,    /* the library's choice, today QV_GRAPH_VISITED_BLOOM (default) */
+  QV_GRAPH_VISITED_HASH_TABLE = 1, /* an open-addressing table of the nodes: exact, with deletion */
+  QV_GRAPH_VISITED_BLOOM = 2,      /* a Bloom filter, 3 bits a node, rebuilt from the queue when full */
+  QV_GRAPH_VISITED_CUCKOO = 3      /* a Cuckoo filter of 16-bit fingerprints, with deletion */
+};
+
+/* Largest qv_search_params_t.graph_probes and graph_warps_per_query. */
+#define QV_GRAPH_MAX_PROBES 8
+#define QV_GRAPH_MAX_WARPS_PER_QUERY 16
+
 /* Largest k accepted by the k-nearest-neighbour searches. */
 #define QV_MAX_K 2048
 
@@ -227,11 +246,42 @@ typedef struct qv_search_params {
    * QV_ERR_TOO_MANY_RESULTS (no result is returned), which bounds the memory a too-large radius can
    * take. 0 (default) = no limit; < 0 is QV_ERR_INVALID_ARGUMENT. k-NN searches ignore it. */
   int64_t max_range_results;
+  /* The four graph_ fields tune the walk of graph indexes ("Graph<R>") searched on a CUDA device
+   * (SONG); searches on the CPU and other index kinds ignore them, but their values are checked
+   * whatever the index. 0 in each is the default, so a zeroed struct searches as before they existed.
+   * They change the walk's speed and, but for graph_warps_per_query, which neighbours it finds
+   * (recall), never which vectors may be returned. */
+  /* The walk's visited set: a qv_graph_visited_t. Default QV_GRAPH_VISITED_DEFAULT (the Bloom
+   * filter). Any other value is QV_ERR_INVALID_ARGUMENT. */
+  qv_graph_visited_t graph_visited;
+  /* Nodes expanded per iteration of the walk (SONG's multi-step probing): 1 .. QV_GRAPH_MAX_PROBES;
+   * 0 (default) = 1. More than QV_GRAPH_MAX_PROBES is QV_ERR_INVALID_ARGUMENT, and so, on a CUDA
+   * device, is graph_probes x R above 256 (R: the graph's degree). Fewer iterations of more distances
+   * each; on an H200 2 probes lost at equal recall (1M x 128: 1.94 ms at recall@10 0.949 against
+   * 1.81 ms at 0.964 with 1). */
+  uint32_t graph_probes;
+  /* Warps searching one query together, sharing each expansion's distances: 1 ..
+   * QV_GRAPH_MAX_WARPS_PER_QUERY; 0 (default) = automatic: several only when the batch has fewer
+   * queries than the device has multiprocessors. It shortens a query's chain of dependent expansions,
+   * so it cuts the latency of small batches (batch 1 on an H200: 0.50 -> 0.124 ms on Fashion-MNIST,
+   * 0.22 -> 0.143 ms on 1M x 128), and leaves the results as they are with one warp. More than
+   * QV_GRAPH_MAX_WARPS_PER_QUERY is QV_ERR_INVALID_ARGUMENT. */
+  uint32_t graph_warps_per_query;
+  /* Queries one warp searches at once (SONG's multi-query per warp): 1, 2 or 4; 0 (default) = 1.
+   * The warp's lanes split into groups of 16 or 8, each walking its own query, so a warp needs 2 or 4
+   * times one query's shared memory (QV_ERR_INVALID_ARGUMENT on a CUDA device where that is more than
+   * the device has: wide search_width). Each query walks as with 1, so the results are the same but
+   * for the rounding of some distances (above 128 dimensions with 4, above 256 with 2) and a filter's
+   * rare false positives. Slower on an H100 at every dimension measured (16 to 128: 2 queries a warp
+   * took 1.5-1.9x the time of 1, 4 took 2.4-5.2x), hence the default. Other values, and 2 or 4 with
+   * graph_warps_per_query above 1, are QV_ERR_INVALID_ARGUMENT. */
+  uint32_t graph_queries_per_warp;
 } qv_search_params_t;
 
 /* Fills *params with defaults: no filter, nprobe QV_NPROBE_DEFAULT, search_width 0, compute_mode
- * QV_COMPUTE_FP32, refine_factor 0, max_range_results 0. Returns QV_ERR_INVALID_ARGUMENT if params
- * is NULL. */
+ * QV_COMPUTE_FP32, refine_factor 0, max_range_results 0, graph_visited QV_GRAPH_VISITED_DEFAULT,
+ * graph_probes 0, graph_warps_per_query 0, graph_queries_per_warp 0. Returns
+ * QV_ERR_INVALID_ARGUMENT if params is NULL. */
 QV_API qv_status_t qv_search_params_init(qv_search_params_t *params);
 
 /* ---------------------------------------------------------------------------------------------- */

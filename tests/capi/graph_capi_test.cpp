@@ -1,6 +1,7 @@
 // The graph index ("Graph<R>") through the C API: creation and its errors, recall against exact
 // search, search_width as the recall knob, filters, remove, add after the build, save/load round trips
-// through files and buffers, corrupt data, and bad input leaving the index as it was.
+// through files and buffers, corrupt data, bad input leaving the index as it was, and the GPU walk's
+// parameters (graph_*), which a CPU search ignores.
 #include "test_util.h"
 
 namespace {
@@ -146,6 +147,33 @@ TEST_F(CapiGraph, SaveAndLoadGiveIdenticalResults) {
   }
   bytes[size - 100] ^= 0x01;
   EXPECT_EQ(qv_index_load_buffer(ctx_.get(), bytes.data(), size, &loaded), QV_ERR_CORRUPT_DATA);
+}
+
+TEST_F(CapiGraph, TheCpuIgnoresEveryValidGraphWalk) {
+  Index graph = Built("Graph16");
+  ASSERT_TRUE(graph);
+  const qv_search_params_t defaults = Width(32);
+  Results want;
+  QV_ASSERT_OK(Search(graph.get(), q_, kDim, kK, &defaults, &want));
+  int combinations = 0;
+  for (qv_graph_visited_t visited : {QV_GRAPH_VISITED_DEFAULT, QV_GRAPH_VISITED_HASH_TABLE, QV_GRAPH_VISITED_BLOOM,
+                                     QV_GRAPH_VISITED_CUCKOO})
+    for (uint32_t probes : {0u, 1u, 2u, uint32_t(QV_GRAPH_MAX_PROBES)})
+      for (uint32_t warps : {0u, 1u, 4u, uint32_t(QV_GRAPH_MAX_WARPS_PER_QUERY)})
+        for (uint32_t queries : {0u, 1u, 2u, 4u}) {
+          if (queries > 1 && warps > 1) continue;  // refused (CapiParamsGraphWalk)
+          qv_search_params_t p = defaults;
+          p.graph_visited = visited;
+          p.graph_probes = probes;
+          p.graph_warps_per_query = warps;
+          p.graph_queries_per_warp = queries;
+          Results got;
+          QV_ASSERT_OK(Search(graph.get(), q_, kDim, kK, &p, &got));
+          EXPECT_TRUE(got == want) << "visited " << visited << " probes " << probes << " warps_per_query " << warps
+                                   << " queries_per_warp " << queries;
+          ++combinations;
+        }
+  EXPECT_EQ(combinations, 4 * 4 * 12);
 }
 
 TEST_F(CapiGraph, BadInputLeavesTheIndexUnchanged) {

@@ -19,6 +19,11 @@ TEST(CapiParams, SearchParamsInitDefaults) {
   EXPECT_EQ(p.search_width, 0u);
   EXPECT_EQ(p.compute_mode, QV_COMPUTE_FP32);
   EXPECT_EQ(p.refine_factor, 0u);
+  EXPECT_EQ(p.max_range_results, 0);
+  EXPECT_EQ(p.graph_visited, QV_GRAPH_VISITED_DEFAULT);
+  EXPECT_EQ(p.graph_probes, 0u);
+  EXPECT_EQ(p.graph_warps_per_query, 0u);
+  EXPECT_EQ(p.graph_queries_per_warp, 0u);
 }
 
 TEST(CapiParams, ComputeModesAreCheckedAndExactOnTheCpu) {
@@ -120,6 +125,93 @@ TEST_F(CapiParamsIndex, OlderSearchParamsStructIsAccepted) {
   QV_ASSERT_OK(qv_range_result_get(rr.get(), nullptr, &lims, &rids, nullptr));
   EXPECT_EQ(lims[4], 4 * ((n_ + 2) / 3));
   for (int64_t i = 0; i < lims[4]; ++i) EXPECT_EQ(rids[i] % 3, 0);
+}
+
+TEST_F(CapiParamsIndex, SearchParamsWithoutTheGraphFieldsAreAccepted) {
+  // A caller built before the graph_ fields: its struct ends at max_range_results, and whatever
+  // lies beyond it is not read.
+  Results want;
+  QV_ASSERT_OK(Search(idx_.get(), q_, dim_, 5, nullptr, &want));
+  qv_search_params_t p;
+  QV_ASSERT_OK(qv_search_params_init(&p));
+  p.struct_size = static_cast<uint32_t>(offsetof(qv_search_params_t, max_range_results) + sizeof(int64_t));
+  EXPECT_EQ(p.struct_size, offsetof(qv_search_params_t, graph_visited));
+  p.graph_visited = -7;
+  p.graph_probes = 1000;
+  p.graph_warps_per_query = 1000;
+  p.graph_queries_per_warp = 3;
+  Results r;
+  QV_ASSERT_OK(Search(idx_.get(), q_, dim_, 5, &p, &r));
+  EXPECT_TRUE(r == want);
+  qv_range_result_t* raw = nullptr;
+  QV_ASSERT_OK(qv_index_range_search(idx_.get(), 4, q_.data(), 1.0f, &p, &raw));
+  qv_range_result_free(raw);
+}
+
+// Bad graph_ values, each with the field it must name, and the value; refused whatever the index.
+struct BadGraphWalk {
+  const char* field;
+  const char* value;
+  qv_graph_visited_t visited;
+  uint32_t probes, warps_per_query, queries_per_warp;
+};
+const BadGraphWalk kBadGraphWalks[] = {
+    {"graph_visited", "-1", -1, 0, 0, 0},
+    {"graph_visited", "4", 4, 0, 0, 0},
+    {"graph_probes", "9", QV_GRAPH_VISITED_DEFAULT, QV_GRAPH_MAX_PROBES + 1, 0, 0},
+    {"graph_probes", "4294967295", QV_GRAPH_VISITED_BLOOM, 0xFFFFFFFFu, 0, 0},
+    {"graph_warps_per_query", "17", QV_GRAPH_VISITED_DEFAULT, 0, QV_GRAPH_MAX_WARPS_PER_QUERY + 1, 0},
+    {"graph_queries_per_warp", "3", QV_GRAPH_VISITED_DEFAULT, 0, 0, 3},
+    {"graph_queries_per_warp", "8", QV_GRAPH_VISITED_DEFAULT, 0, 0, 8},
+    {"graph_warps_per_query", "2", QV_GRAPH_VISITED_DEFAULT, 0, 2, 2},
+    {"graph_warps_per_query", "16", QV_GRAPH_VISITED_CUCKOO, 1, 16, 4},
+};
+
+qv_search_params_t WithGraphWalk(const BadGraphWalk& bad) {
+  qv_search_params_t p;
+  qv_search_params_init(&p);
+  p.graph_visited = bad.visited;
+  p.graph_probes = bad.probes;
+  p.graph_warps_per_query = bad.warps_per_query;
+  p.graph_queries_per_warp = bad.queries_per_warp;
+  return p;
+}
+
+TEST(CapiParamsGraphWalk, BadValuesAreRefusedWhateverTheIndexAndChangeNothing) {
+  Context ctx = MakeCpuContext(2);
+  ASSERT_TRUE(ctx);
+  const int64_t dim = 8, n = 300;
+  const std::vector<float> x = RandomVectors(n, dim, 41), q = RandomVectors(5, dim, 42);
+  for (const char* descriptor : {"Flat", "Graph16", "IVF4,Flat"}) {
+    Index idx = MakeIndex(ctx.get(), dim, QV_METRIC_L2, descriptor);
+    ASSERT_TRUE(idx) << descriptor << ": " << qv_last_error_message();
+    QV_ASSERT_OK(qv_index_train(idx.get(), n, x.data()));
+    QV_ASSERT_OK(qv_index_add(idx.get(), n, x.data(), nullptr));
+    Results before;
+    QV_ASSERT_OK(Search(idx.get(), q, dim, 5, nullptr, &before));
+    for (const BadGraphWalk& bad : kBadGraphWalks) {
+      const qv_search_params_t p = WithGraphWalk(bad);
+      Results r;
+      EXPECT_TRUE(FailsNaming(Search(idx.get(), q, dim, 5, &p, &r), QV_ERR_INVALID_ARGUMENT, bad.field))
+          << descriptor << " " << bad.field << " " << bad.value;
+      EXPECT_NE(std::string(qv_last_error_message()).find(bad.value), std::string::npos) << qv_last_error_message();
+      qv_range_result_t* raw = nullptr;
+      EXPECT_TRUE(FailsNaming(qv_index_range_search(idx.get(), 5, q.data(), 1.0f, &p, &raw),
+                              QV_ERR_INVALID_ARGUMENT, bad.field))
+          << descriptor << " " << bad.field << " " << bad.value;
+      EXPECT_EQ(raw, nullptr);
+    }
+    // qv_knn reads the same struct.
+    std::vector<float> d(5);
+    std::vector<int64_t> ids(5);
+    const qv_search_params_t p = WithGraphWalk(kBadGraphWalks[2]);
+    EXPECT_TRUE(FailsNaming(qv_knn(ctx.get(), QV_METRIC_L2, dim, n, x.data(), 1, q.data(), 5, &p, d.data(), ids.data()),
+                            QV_ERR_INVALID_ARGUMENT, "graph_probes"));
+    EXPECT_EQ(Count(idx.get()), n) << descriptor;
+    Results after;
+    QV_ASSERT_OK(Search(idx.get(), q, dim, 5, nullptr, &after));
+    EXPECT_TRUE(after == before) << descriptor;
+  }
 }
 
 TEST_F(CapiParamsIndex, TooSmallSearchParamsStructIsRejected) {

@@ -78,6 +78,22 @@ pub const QV_COMPUTE_FP16: qv_compute_mode_t = 2;
 /// bfloat16 copies of the vectors (CUDA), then exact re-ranking.
 pub const QV_COMPUTE_BF16: qv_compute_mode_t = 3;
 
+/// `qv_graph_visited_t`: one of the `QV_GRAPH_VISITED_*` codes, the visited set of a graph
+/// index's walk on a CUDA device.
+pub type qv_graph_visited_t = i32;
+/// The library's choice, today `QV_GRAPH_VISITED_BLOOM` (default).
+pub const QV_GRAPH_VISITED_DEFAULT: qv_graph_visited_t = 0;
+/// An open-addressing table of the nodes: exact, with deletion.
+pub const QV_GRAPH_VISITED_HASH_TABLE: qv_graph_visited_t = 1;
+/// A Bloom filter, 3 bits a node, rebuilt from the queue when full.
+pub const QV_GRAPH_VISITED_BLOOM: qv_graph_visited_t = 2;
+/// A Cuckoo filter of 16-bit fingerprints, with deletion.
+pub const QV_GRAPH_VISITED_CUCKOO: qv_graph_visited_t = 3;
+/// Largest `qv_search_params_t::graph_probes`.
+pub const QV_GRAPH_MAX_PROBES: u32 = 8;
+/// Largest `qv_search_params_t::graph_warps_per_query`.
+pub const QV_GRAPH_MAX_WARPS_PER_QUERY: u32 = 16;
+
 /// `qv_metric_t`: one of the `QV_METRIC_*` codes.
 pub type qv_metric_t = i32;
 /// Squared Euclidean distance; smaller is closer. Distances and radii are squared.
@@ -190,6 +206,19 @@ pub struct qv_search_params_t {
     /// Range searches: the most hits one query may have, more fails the call with
     /// `QV_ERR_TOO_MANY_RESULTS`; 0 (default) = no limit, < 0 is `QV_ERR_INVALID_ARGUMENT`.
     pub max_range_results: i64,
+    /// Graph indexes on a CUDA device: the walk's visited set, a `QV_GRAPH_VISITED_*` code;
+    /// default `QV_GRAPH_VISITED_DEFAULT`. Other values are `QV_ERR_INVALID_ARGUMENT`.
+    pub graph_visited: qv_graph_visited_t,
+    /// Graph indexes on a CUDA device: nodes expanded per iteration, 1 ..= `QV_GRAPH_MAX_PROBES`;
+    /// 0 (default) = 1. More is `QV_ERR_INVALID_ARGUMENT`, as is probes x R above 256 on a device.
+    pub graph_probes: u32,
+    /// Graph indexes on a CUDA device: warps sharing one query, 1 ..=
+    /// `QV_GRAPH_MAX_WARPS_PER_QUERY`; 0 (default) = automatic. More is `QV_ERR_INVALID_ARGUMENT`.
+    pub graph_warps_per_query: u32,
+    /// Graph indexes on a CUDA device: queries one warp searches at once, 1, 2 or 4; 0 (default)
+    /// = 1. Other values, and 2 or 4 with `graph_warps_per_query` above 1, are
+    /// `QV_ERR_INVALID_ARGUMENT`.
+    pub graph_queries_per_warp: u32,
 }
 
 /// `qv_index_info_t`.

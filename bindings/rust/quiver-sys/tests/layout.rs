@@ -39,7 +39,8 @@ fn layouts() -> (Vec<String>, Vec<String>) {
         }
         qv_search_params_t {
             struct_size, filter, filter_bits, nprobe, search_width, compute_mode, refine_factor,
-            max_range_results
+            max_range_results, graph_visited, graph_probes, graph_warps_per_query,
+            graph_queries_per_warp
         }
         qv_index_info_t {
             struct_size, dim, metric, is_trained, count, device, device_id, host_bytes,
@@ -57,6 +58,8 @@ fn layouts() -> (Vec<String>, Vec<String>) {
         QV_METRIC_L2, QV_METRIC_INNER_PRODUCT, QV_METRIC_COSINE, QV_METRIC_L1, QV_METRIC_LINF,
         QV_METRIC_EDIT,
         QV_COMPUTE_FP32, QV_COMPUTE_TF32, QV_COMPUTE_FP16, QV_COMPUTE_BF16,
+        QV_GRAPH_VISITED_DEFAULT, QV_GRAPH_VISITED_HASH_TABLE, QV_GRAPH_VISITED_BLOOM,
+        QV_GRAPH_VISITED_CUCKOO, QV_GRAPH_MAX_PROBES, QV_GRAPH_MAX_WARPS_PER_QUERY,
         QV_DEVICE_AUTO, QV_DEVICE_CPU, QV_DEVICE_CUDA,
         QV_KNN_GRAPH_AUTO, QV_KNN_GRAPH_EXACT, QV_KNN_GRAPH_APPROXIMATE, QV_MAX_K, QV_NPROBE_DEFAULT,
         QV_MAX_DEVICES, QV_ALL_DEVICES,
@@ -131,7 +134,7 @@ fn structs_and_constants_match_the_c_header() {
 fn struct_sizes_on_64_bit_targets() {
     if size_of::<usize>() == 8 {
         assert_eq!(size_of::<qv_context_options_t>(), 276);
-        assert_eq!(size_of::<qv_search_params_t>(), 48);
+        assert_eq!(size_of::<qv_search_params_t>(), 64);
         assert_eq!(size_of::<qv_index_info_t>(), 184);
         assert_eq!(size_of::<qv_kmeans_params_t>(), 24);
         assert_eq!(size_of::<qv_knn_graph_params_t>(), 48);
@@ -177,6 +180,15 @@ fn the_linked_library_is_the_one_declared() {
         assert_eq!(p.nprobe, QV_NPROBE_DEFAULT);
         assert_eq!(p.refine_factor, 0);
         assert_eq!(p.max_range_results, 0);
+        assert_eq!(p.graph_visited, QV_GRAPH_VISITED_DEFAULT);
+        assert_eq!(
+            (
+                p.graph_probes,
+                p.graph_warps_per_query,
+                p.graph_queries_per_warp
+            ),
+            (0, 0, 0)
+        );
         assert_eq!(
             qv_search_params_init(std::ptr::null_mut()),
             QV_ERR_INVALID_ARGUMENT

@@ -83,7 +83,9 @@ pub use knn_graph::{knn_graph, knn_graph_with_progress, KnnGraph, KnnGraphMethod
 pub use metric::{ComputeMode, Metric};
 pub use neighbors::{Hits, Neighbors};
 pub use range_result::RangeResult;
-pub use search_params::{SearchParams, NPROBE_DEFAULT};
+pub use search_params::{
+    GraphVisited, SearchParams, GRAPH_MAX_PROBES, GRAPH_MAX_WARPS_PER_QUERY, NPROBE_DEFAULT,
+};
 
 /// The raw C declarations (`quiver-sys`), for what this crate does not wrap.
 pub use quiver_sys as sys;

@@ -1,10 +1,14 @@
 //! The graph index ("Graph<R>") through the existing index API: recall against exact search,
-//! search_width as the knob, remove, add after the build, save/load, and its errors.
+//! search_width as the knob, remove, add after the build, save/load, its errors, and the GPU walk's
+//! parameters (checked everywhere, ignored by CPU searches).
 
 mod common;
 
 use common::context;
-use quiver::{Index, Metric, SearchParams, Status};
+use quiver::{
+    Context, DeviceKind, GraphVisited, Index, Metric, SearchParams, Status, GRAPH_MAX_PROBES,
+    GRAPH_MAX_WARPS_PER_QUERY,
+};
 
 /// `n x dim` vectors around 10 fixed centres, the same for a given seed.
 fn clustered(n: usize, dim: usize, seed: u64) -> Vec<f32> {
@@ -96,4 +100,137 @@ fn graph_errors_name_the_problem() {
         .search(&clustered(1, DIM, 6), 5, &SearchParams::default())
         .unwrap_err();
     assert_eq!(err.status, Status::NotTrained);
+}
+
+#[test]
+fn graph_walk_params_default_to_the_library_s_choices() {
+    let p = SearchParams::default();
+    assert_eq!(p.graph_visited(), GraphVisited::Default);
+    assert_eq!(GraphVisited::default(), GraphVisited::Default);
+    assert_eq!(
+        (
+            p.graph_probes(),
+            p.graph_warps_per_query(),
+            p.graph_queries_per_warp()
+        ),
+        (0, 0, 0)
+    );
+    assert_eq!((GRAPH_MAX_PROBES, GRAPH_MAX_WARPS_PER_QUERY), (8, 16));
+    let p = p
+        .with_graph_visited(GraphVisited::Cuckoo)
+        .with_graph_probes(2)
+        .with_graph_warps_per_query(1)
+        .with_graph_queries_per_warp(4);
+    assert_eq!(p.graph_visited(), GraphVisited::Cuckoo);
+    assert_eq!(
+        (
+            p.graph_probes(),
+            p.graph_warps_per_query(),
+            p.graph_queries_per_warp()
+        ),
+        (2, 1, 4)
+    );
+    let shown = format!("{p:?}");
+    assert!(
+        shown.contains("Cuckoo") && shown.contains("graph_queries_per_warp: 4"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn bad_graph_walk_params_are_invalid_arguments_whatever_the_index() {
+    let base = clustered(300, DIM, 7);
+    let queries = clustered(5, DIM, 8);
+    let bad = [
+        (
+            "graph_probes",
+            SearchParams::new().with_graph_probes(GRAPH_MAX_PROBES + 1),
+        ),
+        (
+            "graph_probes",
+            SearchParams::new().with_graph_probes(u32::MAX),
+        ),
+        (
+            "graph_warps_per_query",
+            SearchParams::new().with_graph_warps_per_query(GRAPH_MAX_WARPS_PER_QUERY + 1),
+        ),
+        (
+            "graph_queries_per_warp",
+            SearchParams::new().with_graph_queries_per_warp(3),
+        ),
+        (
+            "graph_queries_per_warp",
+            SearchParams::new().with_graph_queries_per_warp(8),
+        ),
+        (
+            "graph_warps_per_query",
+            SearchParams::new()
+                .with_graph_queries_per_warp(2)
+                .with_graph_warps_per_query(2),
+        ),
+    ];
+    for descriptor in ["Graph16", "Flat"] {
+        let mut index = Index::new(&context(), descriptor, DIM, Metric::L2).unwrap();
+        index.add(&base).unwrap();
+        let before = index.search(&queries, 5, &SearchParams::default()).unwrap();
+        for (field, params) in &bad {
+            let err = index.search(&queries, 5, params).unwrap_err();
+            assert_eq!(
+                err.status,
+                Status::InvalidArgument,
+                "{descriptor} {params:?}"
+            );
+            assert!(err.message.contains(field), "{descriptor}: {err}");
+            let err = index.range_search(&queries, 1.0, params).unwrap_err();
+            assert_eq!(
+                err.status,
+                Status::InvalidArgument,
+                "{descriptor} {params:?}"
+            );
+        }
+        assert_eq!(index.info().unwrap().count, 300);
+        let after = index.search(&queries, 5, &SearchParams::default()).unwrap();
+        assert_eq!(before, after, "{descriptor}");
+    }
+}
+
+#[test]
+fn cpu_searches_ignore_every_valid_graph_walk() {
+    let cpu = Context::builder()
+        .device(DeviceKind::Cpu)
+        .cpu_threads(2)
+        .build()
+        .unwrap();
+    let mut graph = Index::new(&cpu, "Graph16", DIM, Metric::L2).unwrap();
+    graph.add(&clustered(1000, DIM, 9)).unwrap();
+    let queries = clustered(30, DIM, 10);
+    let defaults = SearchParams::new().with_search_width(32);
+    let want = graph.search(&queries, 10, &defaults).unwrap();
+    let mut combinations = 0;
+    for visited in [
+        GraphVisited::Default,
+        GraphVisited::HashTable,
+        GraphVisited::Bloom,
+        GraphVisited::Cuckoo,
+    ] {
+        for probes in [0, 1, 2, GRAPH_MAX_PROBES] {
+            for warps in [0, 1, 4, GRAPH_MAX_WARPS_PER_QUERY] {
+                for queries_per_warp in [0, 1, 2, 4] {
+                    if queries_per_warp > 1 && warps > 1 {
+                        continue; // refused (above)
+                    }
+                    let params = defaults
+                        .clone()
+                        .with_graph_visited(visited)
+                        .with_graph_probes(probes)
+                        .with_graph_warps_per_query(warps)
+                        .with_graph_queries_per_warp(queries_per_warp);
+                    let got = graph.search(&queries, 10, &params).unwrap();
+                    assert_eq!(got, want, "{params:?}");
+                    combinations += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(combinations, 4 * 4 * 12);
 }
