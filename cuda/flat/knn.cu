@@ -618,6 +618,10 @@ void Pass::allocate_search() {
     const int64_t tile_entries = plan.query_rows * round_up(plan.columns, tile_align) / (key16 ? 2 : 1);
     tiles[0] = PoolBuffer<float>(pool, tile_entries);
     tiles[1] = PoolBuffer<float>(pool, tile_entries);
+    // initcheck does not see cuBLAS's writes to 16-bit tiles: zeroed once, on s0 (stream 1 waits for it).
+    if (key16)
+      for (PoolBuffer<float>& tile : tiles)
+        QV_CUDA_CHECK(cudaMemsetAsync(tile.get(), 0, size_t(tile_entries) * sizeof(float), s0));
   }
   workspace = PoolBuffer<char>(pool, workspace_bytes);
   best_keys = PoolBuffer<float>(pool, nq * kc);

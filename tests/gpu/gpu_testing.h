@@ -64,17 +64,27 @@ class TestDeviceScope {
 // compute-sanitizer's leak check sees everything freed).
 gpu::Resources& shared_resources();
 
-// A device copy of a host vector, freed on destruction.
+// A device copy of a host vector, freed on destruction. Its copies run with test_device() current:
+// a copy from pageable memory may still be in flight when cudaMemcpy returns, and only the legacy
+// default stream of the current device orders it before the Resources' (blocking) streams; a copy
+// back then also waits for the work queued there.
 template <typename T>
 class DeviceArray {
  public:
   // On test_device(), like the Resources the tests pass it to.
   explicit DeviceArray(size_t count) : count_(count) {
     TestDeviceScope scope;
-    if (count_ > 0 && cudaMalloc(&data_, count_ * sizeof(T)) != cudaSuccess) data_ = nullptr;
+    if (count_ == 0) return;
+    const cudaError_t status = cudaMalloc(&data_, count_ * sizeof(T));
+    if (status != cudaSuccess) {
+      data_ = nullptr;
+      ADD_FAILURE() << "DeviceArray: cudaMalloc of " << count_ * sizeof(T) << " bytes: " << cudaGetErrorString(status);
+    }
   }
   explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
-    if (data_ != nullptr) cudaMemcpy(data_, host.data(), count_ * sizeof(T), cudaMemcpyHostToDevice);
+    TestDeviceScope scope;
+    if (data_ != nullptr)
+      EXPECT_EQ(cudaMemcpy(data_, host.data(), count_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
   }
   ~DeviceArray() {
     TestDeviceScope scope;
@@ -85,8 +95,10 @@ class DeviceArray {
 
   T* get() const { return data_; }
   std::vector<T> to_host() const {
+    TestDeviceScope scope;
     std::vector<T> out(count_);
-    if (count_ > 0) cudaMemcpy(out.data(), data_, count_ * sizeof(T), cudaMemcpyDeviceToHost);
+    if (data_ != nullptr)
+      EXPECT_EQ(cudaMemcpy(out.data(), data_, count_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
     return out;
   }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "cpp/core/error.h"
 #include "cuda/core/error.h"
@@ -154,6 +155,31 @@ TEST(GpuResources, CopiesEveryKindOfMemory) {
   }
   EXPECT_EQ(back, host);
   cudaFreeHost(pinned);
+}
+
+// The suites' DeviceArray inputs reach the device before the work queued next on the Resources'
+// streams, whatever device the thread keeps current. scripts/gpu.sh runs the suites on every
+// device while the thread keeps device 0 current; a pageable copy may still be in flight when
+// cudaMemcpy returns, and made with device 0 current it was not ordered before another device's
+// streams. (Only a test device other than 0 can show it: QUIVER_TEST_DEVICE.)
+TEST(GpuTestHelpers, DeviceArrayCopiesPrecedeTheResourcesStreams) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = shared_resources();
+  // 64 MiB: several staging buffers, the last one's transfer in flight when cudaMemcpy returns.
+  const size_t count = size_t(16) << 20;
+  std::vector<int32_t> host(count);
+  for (int32_t round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < count; ++i) host[i] = int32_t(i) * 3 + round;
+    const DeviceArray<int32_t> source(host);
+    DeviceArray<int32_t> copy(count);
+    {
+      gpu::Session session(resources);
+      QV_ASSERT_CUDA(cudaMemcpyAsync(copy.get(), source.get(), count * sizeof(int32_t), cudaMemcpyDeviceToDevice,
+                                     resources.stream(0)));
+      session.finish();
+    }
+    ASSERT_EQ(copy.to_host(), host) << "round " << round;
+  }
 }
 
 TEST(GpuDeviceMatrix, AppendsReadsAndRemoves) {
