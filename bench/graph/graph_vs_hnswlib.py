@@ -118,7 +118,9 @@ class SearchParams(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("filter", ctypes.c_void_p),
                 ("filter_bits", ctypes.c_int64), ("nprobe", ctypes.c_uint32),
                 ("search_width", ctypes.c_uint32), ("compute_mode", ctypes.c_int32),
-                ("refine_factor", ctypes.c_uint32), ("max_range_results", ctypes.c_int64)]
+                ("refine_factor", ctypes.c_uint32), ("max_range_results", ctypes.c_int64),
+                ("graph_visited", ctypes.c_int32), ("graph_probes", ctypes.c_uint32),
+                ("graph_warps_per_query", ctypes.c_uint32), ("graph_queries_per_warp", ctypes.c_uint32)]
 
 
 class IndexInfo(ctypes.Structure):

@@ -62,7 +62,15 @@ GraphData GraphIndex::data() const {
   d.entries = entries_.data();
   d.n_entries = static_cast<int64_t>(entries_.size());
   d.walk = walk_.dim > 0 ? &walk_ : nullptr;
+  d.layer = layer_.empty() ? nullptr : &layer_;
   return d;
+}
+
+EntryLayer GraphIndex::make_layer(const float* vectors, int64_t rows, const std::vector<int32_t>& entries) const {
+  // Walks over projections start from the entries: wide vectors are near enough already.
+  if (cpu_walks_projection()) return EntryLayer{};
+  return build_entry_layer(context().pool(), vectors, rows, dim(), search_key(metric()), entries.data(),
+                           static_cast<int64_t>(entries.size()));
 }
 
 void GraphIndex::require_built(const char* operation) const {
@@ -111,6 +119,7 @@ void GraphIndex::rebuild(int64_t n, const float* x, const int64_t* new_ids) {
   std::vector<uint8_t> removed(static_cast<size_t>(total), 0);
   ReducedSpace walk = cpu_walks_projection() ? make_walk_space(context().pool(), vectors.data(), total, dim(), metric())
                                              : ReducedSpace{};
+  EntryLayer layer = make_layer(vectors.data(), total, built.entries);
 
   vectors_.swap(vectors);
   std::swap(ids_, id_map);
@@ -119,6 +128,7 @@ void GraphIndex::rebuild(int64_t n, const float* x, const int64_t* new_ids) {
   graph_ = std::move(built.graph);
   entries_ = std::move(built.entries);
   walk_ = std::move(walk);
+  layer_ = std::move(layer);
   built_ = true;
   scratch_.clear();
   update_device_copy();
@@ -200,7 +210,8 @@ MemoryUse GraphIndex::memory() const {
   use.host_bytes = static_cast<int64_t>(vectors_.capacity() * sizeof(float) + removed_.capacity() +
                                         graph_.adjacency.capacity() * sizeof(int32_t)) +
                    ids_.memory_bytes() + scratch_.memory_bytes() +
-                   static_cast<int64_t>((walk_.vectors.capacity() + walk_.basis.capacity()) * sizeof(float));
+                   static_cast<int64_t>((walk_.vectors.capacity() + walk_.basis.capacity()) * sizeof(float)) +
+                   entry_layer_bytes(layer_);
   if (device_copy_current_) use.device_bytes = device_copy_->device_bytes();
   return use;
 }
@@ -211,6 +222,7 @@ void GraphIndex::save_payload(ByteWriter& out) const {
 
 void GraphIndex::load_payload(ByteReader& in, int64_t count) {
   GraphPayload p = read_graph_payload(in, count, dim(), spec_.degree);
+  EntryLayer layer = make_layer(p.vectors.data(), p.graph.rows, p.entries);
   IdMap ids;
   ids.assign(std::move(p.ids));
   removed_count_ = static_cast<int64_t>(std::count_if(p.removed.begin(), p.removed.end(), [](uint8_t r) { return r != 0; }));
@@ -219,6 +231,7 @@ void GraphIndex::load_payload(ByteReader& in, int64_t count) {
   vectors_ = std::move(p.vectors);
   graph_ = std::move(p.graph);
   entries_ = std::move(p.entries);
+  layer_ = std::move(layer);
   built_ = graph_.rows > 0;
   if (cpu_walks_projection()) walk_ = make_walk_space(context().pool(), vectors_.data(), graph_.rows, dim(), metric());
   scratch_.clear();

@@ -85,6 +85,8 @@ class GraphIndex final : public Index {
   // Whether CPU searches walk a projection (walk_): CPU contexts, wide vectors, L2 or cosine.
   bool cpu_walks_projection() const;
   bool searches_on_device(int64_t k, int64_t width) const;
+  // The entry layer of `rows` rows, built aside (nothing of the index changes if it throws).
+  EntryLayer make_layer(const float* vectors, int64_t rows, const std::vector<int32_t>& entries) const;
 
   GraphSpec spec_;
   std::vector<float> vectors_;   // rows x dim
@@ -95,6 +97,7 @@ class GraphIndex final : public Index {
   std::vector<int32_t> entries_;  // entry points, the medoid first
   bool built_ = false;  // a graph was built (searches of an index never added to are refused)
   mutable ScratchPool scratch_;
+  EntryLayer layer_;   // where CPU walks over vectors_ start (graph/entry_layer.h); empty: at entries_
   ReducedSpace walk_;  // the CPU walk's projections (graph/walk_space.h); dim 0: the walk reads vectors_
   std::unique_ptr<GraphGpuCopy> device_copy_;  // CUDA contexts only
   bool device_copy_current_ = false;

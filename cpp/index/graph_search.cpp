@@ -104,6 +104,9 @@ void graph_knn_search(ThreadPool& pool, const GraphData& data, ScratchPool& scra
     std::vector<Neighbour> found, seen;
     const int64_t first = t * per_task, last = std::min(nq, (t + 1) * per_task);
     std::vector<float> projections;
+    BeamScratch layer_scratch;
+    std::vector<Neighbour> layer_found;
+    std::vector<int32_t> starts;
     if (projected) {  // the task's queries on the walk's directions, one GEMM
       projections.resize(static_cast<size_t>((last - first) * walk_view.dim));
       gemm_abt(last - first, walk_view.dim, data.dim, 1.0f, queries + first * data.dim, data.dim,
@@ -116,8 +119,12 @@ void graph_knn_search(ThreadPool& pool, const GraphData& data, ScratchPool& scra
         if (projected)
           projected_search(data, walk_view, rows, query, &projections[(q - first) * walk_view.dim], width, k, *s,
                            seen, found);
-        else
+        else if (data.layer != nullptr) {
+          entry_rows(*data.layer, data.dim, view.key, query, layer_scratch, layer_found, starts);
+          beam_search(view, query, starts.data(), static_cast<int64_t>(starts.size()), width, k, &rows, *s, found);
+        } else {
           beam_search(view, query, data.entries, data.n_entries, width, k, &rows, *s, found);
+        }
         if (static_cast<int64_t>(found.size()) < k) scan_rows(data, view.key, rows, query, k, found);
         n_found = static_cast<int64_t>(found.size());
       }

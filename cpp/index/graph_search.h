@@ -10,6 +10,7 @@
 #include "cpp/core/thread_pool.h"
 #include "cpp/exact/range.h"
 #include "cpp/graph/beam_search.h"
+#include "cpp/graph/entry_layer.h"
 #include "cpp/graph/reduced_space.h"
 
 namespace quiver {
@@ -25,6 +26,7 @@ struct GraphData {
   const int32_t* entries = nullptr;  // where searches start
   int64_t n_entries = 0;
   const ReducedSpace* walk = nullptr;  // the projection the walk reads (graph/walk_space.h); null: vectors
+  const EntryLayer* layer = nullptr;   // where a walk over the vectors starts (graph/entry_layer.h); null: entries
 };
 
 // Search scratch (visited sets sized to the graph) kept between calls, one per concurrent task, so

@@ -94,6 +94,27 @@ TEST_P(GraphIndexTest, RecallOnClusteredData) {
   EXPECT_GE(recall(search(*graph, q, kK, width(200)), truth, nq, kK), 0.99);
 }
 
+// Past 4 x kEntryLayerRows rows, CPU walks start from the entry layer (graph/entry_layer.h), which a
+// load builds again: the same results after save and load.
+TEST_P(GraphIndexTest, LargeGraphsWalkFromTheEntryLayer) {
+  const Metric metric = GetParam();
+  const int64_t n = 4 * kEntryLayerRows + 11, nq = 100;
+  const auto x = clustered_vectors(n, kDim, 40, 11);
+  const auto q = clustered_vectors(nq, kDim, 40, 12);
+  auto flat = build(context_, "Flat", kDim, metric, x);
+  auto graph = build(context_, "Graph16", kDim, metric, x);
+  const Results got = search(*graph, q, kK, width(32));
+  EXPECT_GE(recall(got, search(*flat, q, kK), nq, kK), 0.95);
+  ByteWriter out;
+  graph->save_payload(out);
+  auto loaded = create_index(context_, "Graph16", kDim, metric);
+  ByteReader in(out.bytes().data(), out.bytes().size());
+  loaded->load_payload(in, graph->count());
+  const Results again = search(*loaded, q, kK, width(32));
+  EXPECT_EQ(again.ids, got.ids);
+  EXPECT_EQ(again.distances, got.distances);
+}
+
 TEST_P(GraphIndexTest, CompleteGraphsAreExact) {
   const Metric metric = GetParam();
   for (int64_t n : {1, 2, 7, 33}) {  // n <= R + 1: every row links every other

@@ -1,0 +1,67 @@
+#include "cpp/graph/entry_layer.h"
+
+#include <algorithm>
+
+namespace quiver {
+
+EntryLayer build_entry_layer(ThreadPool& pool, const float* vectors, int64_t n, int64_t dim, KeyFn key,
+                             const int32_t* entries, int64_t n_entries) {
+  const int64_t size = kEntryLayerRows;
+  const int32_t degree = kEntryLayerDegree;
+  EntryLayer layer;
+  if (n < 4 * size) return layer;
+  std::vector<uint8_t> taken(static_cast<size_t>(n), 0);
+  for (int64_t e = 0; e < n_entries; ++e) {
+    if (entries[e] < 0 || entries[e] >= n || taken[entries[e]]) continue;
+    taken[entries[e]] = 1;
+    layer.rows.push_back(entries[e]);
+  }
+  for (int32_t i = 0; i < static_cast<int32_t>(layer.rows.size()); ++i) layer.starts.push_back(i);
+  const int64_t step = n / size;
+  for (int64_t r = 0; r < n && static_cast<int64_t>(layer.rows.size()) < size; r += step)
+    if (!taken[r]) layer.rows.push_back(static_cast<int32_t>(r));
+  const int64_t s = static_cast<int64_t>(layer.rows.size());
+  layer.vectors.resize(static_cast<size_t>(s * dim));
+  for (int64_t i = 0; i < s; ++i)
+    std::copy_n(vectors + int64_t(layer.rows[i]) * dim, dim, layer.vectors.data() + i * dim);
+  // Exact neighbours within the sample (s^2 keys: about 17M for 4 096, a fraction of a second), and a
+  // few links to rows spread over the sample, which join clusters a k-NN graph would leave apart.
+  const int32_t near = degree - kEntryLayerFarLinks;
+  layer.graph = FixedDegreeGraph(s, degree);
+  pool.parallel_for(s, [&](int64_t i) {
+    std::vector<Neighbour> all;
+    all.reserve(static_cast<size_t>(s));
+    const float* x = layer.vectors.data() + i * dim;
+    for (int64_t j = 0; j < s; ++j)
+      if (j != i) all.push_back({key(x, layer.vectors.data() + j * dim, dim), static_cast<int32_t>(j)});
+    std::partial_sort(all.begin(), all.begin() + near, all.end());
+    int32_t* links = layer.graph.row(i);
+    for (int32_t d = 0; d < near; ++d) links[d] = all[d].row;
+    for (int32_t d = near; d < degree; ++d) {
+      int32_t far = static_cast<int32_t>((i + (d - near + 1) * s / (kEntryLayerFarLinks + 1) + i * 7919) % s);
+      while (far == i || std::find(links, links + d, far) != links + d) far = static_cast<int32_t>((far + 1) % s);
+      links[d] = far;
+    }
+  });
+  return layer;
+}
+
+void entry_rows(const EntryLayer& layer, int64_t dim, KeyFn key, const float* query, BeamScratch& scratch,
+                std::vector<Neighbour>& found, std::vector<int32_t>& out) {
+  GraphView view;
+  view.graph = &layer.graph;
+  view.vectors = layer.vectors.data();
+  view.dim = dim;
+  view.key = key;
+  beam_search(view, query, layer.starts.data(), static_cast<int64_t>(layer.starts.size()), kEntryLayerWidth,
+              kEntryLayerStarts, nullptr, scratch, found);
+  out.clear();
+  for (const Neighbour& c : found) out.push_back(layer.rows[c.row]);
+}
+int64_t entry_layer_bytes(const EntryLayer& layer) {
+  return static_cast<int64_t>(layer.rows.capacity() * sizeof(int32_t) + layer.vectors.capacity() * sizeof(float) +
+                              layer.graph.adjacency.capacity() * sizeof(int32_t) +
+                              layer.starts.capacity() * sizeof(int32_t));
+}
+
+}  // namespace quiver

@@ -1,0 +1,74 @@
+// graph/entry_layer.h: the sample graph a CPU walk over a large graph index starts from.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "cpp/core/thread_pool.h"
+#include "cpp/graph/entry_layer.h"
+#include "ivf_testing.h"
+
+namespace quiver {
+namespace {
+
+constexpr int64_t kDim = 12;
+constexpr int64_t kRows = 4 * kEntryLayerRows + 17;  // the smallest layered size, not a round number
+
+TEST(EntryLayer, SmallGraphsHaveNone) {
+  ThreadPool pool(2);
+  const auto x = testing::clustered_vectors(4 * kEntryLayerRows - 1, kDim, 20, 1);
+  const int32_t entries[] = {0};
+  EXPECT_TRUE(build_entry_layer(pool, x.data(), 4 * kEntryLayerRows - 1, kDim, search_key(Metric::l2), entries, 1)
+                  .empty());
+}
+
+TEST(EntryLayer, SamplesTheEntriesFirstAndLinksExactNeighbours) {
+  ThreadPool pool(2);
+  const auto x = testing::clustered_vectors(kRows, kDim, 50, 2);
+  const int32_t entries[] = {17, 5, 17, 9000};  // a repeat is taken once
+  const KeyFn key = search_key(Metric::l2);
+  const EntryLayer layer = build_entry_layer(pool, x.data(), kRows, kDim, key, entries, 4);
+  ASSERT_EQ(static_cast<int64_t>(layer.rows.size()), kEntryLayerRows);
+  EXPECT_EQ(layer.starts, (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(std::vector<int32_t>(layer.rows.begin(), layer.rows.begin() + 3), (std::vector<int32_t>{17, 5, 9000}));
+  EXPECT_EQ(std::set<int32_t>(layer.rows.begin(), layer.rows.end()).size(), layer.rows.size());
+  for (size_t i = 0; i < layer.rows.size(); ++i)
+    ASSERT_TRUE(std::equal(x.begin() + layer.rows[i] * kDim, x.begin() + (layer.rows[i] + 1) * kDim,
+                           layer.vectors.begin() + static_cast<int64_t>(i) * kDim));
+  // Row 100's first links are its nearest other sample rows, the rest distinct others.
+  const int64_t s = static_cast<int64_t>(layer.rows.size()), i = 100;
+  std::vector<float> keys;
+  for (int64_t j = 0; j < s; ++j)
+    if (j != i) keys.push_back(key(layer.vectors.data() + i * kDim, layer.vectors.data() + j * kDim, kDim));
+  std::sort(keys.begin(), keys.end());
+  const int32_t near = kEntryLayerDegree - kEntryLayerFarLinks;
+  std::set<int32_t> links;
+  for (int32_t d = 0; d < kEntryLayerDegree; ++d) {
+    const int32_t j = layer.graph.row(i)[d];
+    ASSERT_NE(j, i);
+    ASSERT_TRUE(j >= 0 && j < s);
+    EXPECT_TRUE(links.insert(j).second) << "link " << d << " repeats " << j;
+    if (d < near)
+      EXPECT_LE(key(layer.vectors.data() + i * kDim, layer.vectors.data() + j * kDim, kDim), keys[near - 1]);
+  }
+}
+
+TEST(EntryLayer, WalksStartNearTheQuery) {
+  ThreadPool pool(2);
+  const auto x = testing::clustered_vectors(kRows, kDim, 50, 3);
+  const int32_t entries[] = {0};
+  const KeyFn key = search_key(Metric::l2);
+  const EntryLayer layer = build_entry_layer(pool, x.data(), kRows, kDim, key, entries, 1);
+  BeamScratch scratch;
+  std::vector<Neighbour> found;
+  std::vector<int32_t> starts;
+  // A query on a sampled row starts there, from one entry point whatever the row's cluster.
+  for (const int64_t i : {int64_t(7), int64_t(1000), int64_t(4000)}) {
+    entry_rows(layer, kDim, key, layer.vectors.data() + i * kDim, scratch, found, starts);
+    ASSERT_EQ(static_cast<int64_t>(starts.size()), kEntryLayerStarts);
+    EXPECT_EQ(starts.front(), layer.rows[i]);
+  }
+}
+
+}  // namespace
+}  // namespace quiver
