@@ -169,7 +169,7 @@ void ShardedIndex::search_merging_on_device(const Objects& queries, int64_t k, c
   // queries: 24.6 ms in two overlapped chunks, 22.9 ms in one).
   const int64_t parts = part_count();
   const int64_t bytes_per_query = parts * k * static_cast<int64_t>(sizeof(float) + sizeof(int64_t));
-  const int64_t chunk = std::max<int64_t>(1, kKeptBufferBytes / bytes_per_query);
+  const int64_t chunk = std::clamp<int64_t>(kKeptBufferBytes / bytes_per_query, 1, std::max<int64_t>(queries.n, 1));
   gpu::Resources& merging = parts_[0]->context().gpu();
   std::vector<gpu::ResultBufferPtr> buffers = device_buffers_.take();
   buffers.resize(static_cast<size_t>(parts));
