@@ -134,6 +134,32 @@ int main(int argc, char** argv) {
   FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "a");
   std::vector<float> d(size_t(nq * k));
   std::vector<int64_t> ids(size_t(nq * k));
+  // One sweep point: recall@10 and the median time of a whole batch, and the median batch-1 time.
+  struct Point {
+    double recall, seconds, batch1_seconds;
+  };
+  const auto measure = [&](const gpu::GraphSearchOptions& options) {
+    std::vector<double> times;
+    for (int run = 0; run < 6; ++run) {
+      cudaDeviceSynchronize();
+      const auto t = std::chrono::steady_clock::now();
+      gpu::graph_search(*resources, *graph, nq, queries.data(), k, options, d.data(), ids.data());
+      cudaDeviceSynchronize();
+      if (run > 0) times.push_back(seconds_since(t));
+    }
+    std::sort(times.begin(), times.end());
+    int64_t found = 0;
+    for (int64_t i = 0; i < nq; ++i)
+      for (int64_t j = 0; j < k; ++j) found += std::count(&gt[i * k], &gt[i * k] + k, ids[i * k + j]);
+    std::vector<double> one;
+    for (int run = 0; run < 51; ++run) {
+      const auto t = std::chrono::steady_clock::now();
+      gpu::graph_search(*resources, *graph, 1, queries.data() + (run % nq) * dim, k, options, d.data(), ids.data());
+      if (run > 0) one.push_back(seconds_since(t));
+    }
+    std::sort(one.begin(), one.end());
+    return Point{double(found) / double(nq * k), times[times.size() / 2], one[one.size() / 2]};
+  };
   std::printf("%8s %7s %8s %10s %12s %12s %14s\n", "visited", "q/warp", "width", "recall@10", "ms (10k)", "QPS",
               "batch-1 ms");
   for (const auto& [visited_name, visited] : visited_sets) {
@@ -144,30 +170,9 @@ int main(int argc, char** argv) {
         options.probes = probes;
         options.visited = visited;
         options.queries_per_warp = per_warp;
-        std::vector<double> times;
-        for (int run = 0; run < 6; ++run) {
-          cudaDeviceSynchronize();
-          const auto t = std::chrono::steady_clock::now();
-          gpu::graph_search(*resources, *graph, nq, queries.data(), k, options, d.data(), ids.data());
-          cudaDeviceSynchronize();
-          if (run > 0) times.push_back(seconds_since(t));
-        }
-        std::sort(times.begin(), times.end());
-        const double median = times[times.size() / 2];
-        int64_t found = 0;
-        for (int64_t i = 0; i < nq; ++i)
-          for (int64_t j = 0; j < k; ++j) found += std::count(&gt[i * k], &gt[i * k] + k, ids[i * k + j]);
-        const double recall = double(found) / double(nq * k);
-        std::vector<double> one;
-        for (int run = 0; run < 51; ++run) {
-          const auto t = std::chrono::steady_clock::now();
-          gpu::graph_search(*resources, *graph, 1, queries.data() + (run % nq) * dim, k, options, d.data(),
-                            ids.data());
-          if (run > 0) one.push_back(seconds_since(t));
-        }
-        std::sort(one.begin(), one.end());
+        const Point p = measure(options);
         std::printf("%8s %7lld %8lld %10.4f %12.3f %12.0f %14.4f\n", visited_name.c_str(), (long long)per_warp,
-                    (long long)width, recall, median * 1e3, double(nq) / median, one[one.size() / 2] * 1e3);
+                    (long long)width, p.recall, p.seconds * 1e3, double(nq) / p.seconds, p.batch1_seconds * 1e3);
         if (json)
           std::fprintf(json,
                        "{\"bench\":\"graph_search\",\"device\":\"%s\",\"n\":%lld,\"d\":%lld,\"nq\":%lld,\"k\":10,"
@@ -175,8 +180,8 @@ int main(int argc, char** argv) {
                        "\"search_width\":%lld,\"probes\":%lld,\"recall10\":%.4f,\"search_s\":%.6f,\"qps\":%.0f,"
                        "\"batch1_ms\":%.4f}\n",
                        prop.name, (long long)n, (long long)dim, (long long)nq, (long long)degree, visited_name.c_str(),
-                       (long long)per_warp, (long long)width, (long long)probes, recall, median, double(nq) / median,
-                       one[one.size() / 2] * 1e3);
+                       (long long)per_warp, (long long)width, (long long)probes, p.recall, p.seconds,
+                       double(nq) / p.seconds, p.batch1_seconds * 1e3);
       }
     }
   }

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 
+#include "cpp/graph/knn_graph.h"
+
 namespace quiver {
 
-EntryLayer build_entry_layer(ThreadPool& pool, const float* vectors, int64_t n, int64_t dim, KeyFn key,
+EntryLayer build_entry_layer(Context& context, Metric metric, const float* vectors, int64_t n, int64_t dim,
                              const int32_t* entries, int64_t n_entries) {
   const int64_t size = kEntryLayerRows;
   const int32_t degree = kEntryLayerDegree;
@@ -24,25 +26,24 @@ EntryLayer build_entry_layer(ThreadPool& pool, const float* vectors, int64_t n, 
   layer.vectors.resize(static_cast<size_t>(s * dim));
   for (int64_t i = 0; i < s; ++i)
     std::copy_n(vectors + int64_t(layer.rows[i]) * dim, dim, layer.vectors.data() + i * dim);
-  // Exact neighbours within the sample (s^2 keys: about 17M for 4 096, a fraction of a second), and a
-  // few links to rows spread over the sample, which join clusters a k-NN graph would leave apart.
+  // Exact neighbours within the sample, and a few links to rows spread over it, which join clusters
+  // a k-NN graph would leave apart.
   const int32_t near = degree - kEntryLayerFarLinks;
+  KnnGraphOptions options;
+  options.k = near;
+  options.method = KnnGraphMethod::exact;
+  std::vector<int32_t> nearest(static_cast<size_t>(s * near));
+  knn_graph(context, metric, dim, s, layer.vectors.data(), options, nearest.data(), nullptr);
   layer.graph = FixedDegreeGraph(s, degree);
-  pool.parallel_for(s, [&](int64_t i) {
-    std::vector<Neighbour> all;
-    all.reserve(static_cast<size_t>(s));
-    const float* x = layer.vectors.data() + i * dim;
-    for (int64_t j = 0; j < s; ++j)
-      if (j != i) all.push_back({key(x, layer.vectors.data() + j * dim, dim), static_cast<int32_t>(j)});
-    std::partial_sort(all.begin(), all.begin() + near, all.end());
+  for (int64_t i = 0; i < s; ++i) {
     int32_t* links = layer.graph.row(i);
-    for (int32_t d = 0; d < near; ++d) links[d] = all[d].row;
+    std::copy_n(nearest.data() + i * near, near, links);
     for (int32_t d = near; d < degree; ++d) {
       int32_t far = static_cast<int32_t>((i + (d - near + 1) * s / (kEntryLayerFarLinks + 1) + i * 7919) % s);
       while (far == i || std::find(links, links + d, far) != links + d) far = static_cast<int32_t>((far + 1) % s);
       links[d] = far;
     }
-  });
+  }
   return layer;
 }
 

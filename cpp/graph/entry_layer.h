@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "cpp/core/thread_pool.h"
+#include "cpp/core/metric.h"
 #include "cpp/graph/beam_search.h"
 
 namespace quiver {
+
+class Context;
 
 // The layer's shape and its search, measured on synthetic 1M x 128 (a Graph32 index, 2 threads): at
 // every search width 12 .. 48 the walk from the layer's 2 best rows reached a higher recall@10 at a
@@ -31,10 +33,11 @@ struct EntryLayer {
   bool empty() const { return rows.empty(); }
 };
 
-// The layer over n rows (vectors n x dim, compared by key): the index's entries first, then rows
-// evenly spaced, kEntryLayerRows in all, each linked to its nearest others in the sample and to
-// kEntryLayerFarLinks rows spread over it. Empty when n is below 4 x kEntryLayerRows: walks that short gain little from it.
-EntryLayer build_entry_layer(ThreadPool& pool, const float* vectors, int64_t n, int64_t dim, KeyFn key,
+// The layer over n rows (vectors n x dim, finite): the index's entries first, then rows evenly
+// spaced, kEntryLayerRows in all, each linked to its nearest others in the sample (the k-NN graph's
+// exact method, on the context's device) and to kEntryLayerFarLinks rows spread over it. Empty when
+// n is below 4 x kEntryLayerRows: walks that short gain little from it.
+EntryLayer build_entry_layer(Context& context, Metric metric, const float* vectors, int64_t n, int64_t dim,
                              const int32_t* entries, int64_t n_entries);
 
 // Where the walk of `query` starts: the rows of the best kEntryLayerStarts sample rows found by a

@@ -69,7 +69,7 @@ GraphData GraphIndex::data() const {
 EntryLayer GraphIndex::make_layer(const float* vectors, int64_t rows, const std::vector<int32_t>& entries) const {
   // Walks over projections start from the entries: wide vectors are near enough already.
   if (cpu_walks_projection()) return EntryLayer{};
-  return build_entry_layer(context().pool(), vectors, rows, dim(), search_key(metric()), entries.data(),
+  return build_entry_layer(context(), metric(), vectors, rows, dim(), entries.data(),
                            static_cast<int64_t>(entries.size()));
 }
 

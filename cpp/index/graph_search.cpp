@@ -104,8 +104,6 @@ void graph_knn_search(ThreadPool& pool, const GraphData& data, ScratchPool& scra
     std::vector<Neighbour> found, seen;
     const int64_t first = t * per_task, last = std::min(nq, (t + 1) * per_task);
     std::vector<float> projections;
-    BeamScratch layer_scratch;
-    std::vector<Neighbour> layer_found;
     std::vector<int32_t> starts;
     if (projected) {  // the task's queries on the walk's directions, one GEMM
       projections.resize(static_cast<size_t>((last - first) * walk_view.dim));
@@ -120,7 +118,8 @@ void graph_knn_search(ThreadPool& pool, const GraphData& data, ScratchPool& scra
           projected_search(data, walk_view, rows, query, &projections[(q - first) * walk_view.dim], width, k, *s,
                            seen, found);
         else if (data.layer != nullptr) {
-          entry_rows(*data.layer, data.dim, view.key, query, layer_scratch, layer_found, starts);
+          // The layer's walk uses the task's scratch first (the main walk starts a new visited set).
+          entry_rows(*data.layer, data.dim, view.key, query, *s, found, starts);
           beam_search(view, query, starts.data(), static_cast<int64_t>(starts.size()), width, k, &rows, *s, found);
         } else {
           beam_search(view, query, data.entries, data.n_entries, width, k, &rows, *s, found);

@@ -22,8 +22,7 @@ struct Head {
   static constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
   float key = std::numeric_limits<float>::infinity();
   int64_t id = kNone;
-  // Non-short-circuit: the merge picks among unpredictable heads, so no branch.
-  bool before(const Head& other) const { return (key < other.key) | ((key == other.key) & (id < other.id)); }
+  bool before(const Head& other) const { return key < other.key || (key == other.key && id < other.id); }
 };
 
 Head head_of(const PartResult& part, int64_t at, bool larger_closer) {
@@ -60,7 +59,8 @@ void merge_knn(ThreadPool& pool, Metric metric, int64_t nq, int64_t k, const Par
       }
       for (int64_t out = 0; out < k; ++out) {
         size_t best = 0;  // parts are few: a linear scan of their heads
-        for (size_t p = 1; p < count; ++p) best = heads[p].before(heads[best]) ? p : best;
+        for (size_t p = 1; p < count; ++p)
+          if (heads[p].before(heads[best])) best = p;
         const bool missing = heads[best].id == Head::kNone;
         distances[row + out] = missing ? missing_distance(metric) : larger_closer ? -heads[best].key : heads[best].key;
         ids[row + out] = missing ? -1 : heads[best].id;

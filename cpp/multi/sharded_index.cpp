@@ -171,29 +171,24 @@ void ShardedIndex::search_merging_on_device(const Objects& queries, int64_t k, c
   const int64_t bytes_per_query = parts * k * static_cast<int64_t>(sizeof(float) + sizeof(int64_t));
   const int64_t chunk = std::clamp<int64_t>(kKeptBufferBytes / bytes_per_query, 1, std::max<int64_t>(queries.n, 1));
   gpu::Resources& merging = parts_[0]->context().gpu();
-  std::vector<gpu::ResultBufferPtr> buffers = device_buffers_.take();
+  KeptSets<std::vector<gpu::ResultBufferPtr>>::Lease lease(device_buffers_);
+  std::vector<gpu::ResultBufferPtr>& buffers = *lease;
   buffers.resize(static_cast<size_t>(parts));
   std::vector<const gpu::ResultBuffer*> lists(static_cast<size_t>(parts));
-  try {
-    for (int64_t begin = 0; begin < queries.n; begin += chunk) {
-      const int64_t count = std::min(chunk, queries.n - begin);
-      run_parts_or_throw(parts, [&](int64_t p) {
-        gpu::ResultBufferPtr& buffer = buffers[p];
-        if (!buffer || gpu::result_buffer_entries(*buffer) < count * k) {
-          buffer.reset();  // the old one's memory first
-          buffer = gpu::make_result_buffer(parts_[p]->context().gpu(), chunk * k);
-        }
-        search_in(*parts_[p], slice_rows(queries, begin, count), k, options, gpu::result_distances(*buffer),
-                  gpu::result_ids(*buffer));
-        lists[p] = buffer.get();
-      });
-      gpu::merge_knn(merging, metric(), count, k, lists, distances + begin * k, ids + begin * k);
-    }
-  } catch (...) {
-    device_buffers_.give_back(std::move(buffers));
-    throw;
+  for (int64_t begin = 0; begin < queries.n; begin += chunk) {
+    const int64_t count = std::min(chunk, queries.n - begin);
+    run_parts_or_throw(parts, [&](int64_t p) {
+      gpu::ResultBufferPtr& buffer = buffers[p];
+      if (!buffer || gpu::result_buffer_entries(*buffer) < count * k) {
+        buffer.reset();  // the old one's memory first
+        buffer = gpu::make_result_buffer(parts_[p]->context().gpu(), chunk * k);
+      }
+      search_in(*parts_[p], slice_rows(queries, begin, count), k, options, gpu::result_distances(*buffer),
+                gpu::result_ids(*buffer));
+      lists[p] = buffer.get();
+    });
+    gpu::merge_knn(merging, metric(), count, k, lists, distances + begin * k, ids + begin * k);
   }
-  device_buffers_.give_back(std::move(buffers));
 }
 
 void ShardedIndex::search_merging_on_host(const Objects& queries, int64_t k, const SearchOptions& options,
@@ -202,7 +197,8 @@ void ShardedIndex::search_merging_on_host(const Objects& queries, int64_t k, con
   const int64_t parts = part_count();
   const int64_t bytes_per_query = parts * k * static_cast<int64_t>(sizeof(float) + sizeof(int64_t));
   const int64_t chunk = std::max<int64_t>(1, kKeptBufferBytes / (2 * bytes_per_query));
-  std::vector<PartResult> buffers = host_buffers_.take();
+  KeptSets<std::vector<PartResult>>::Lease lease(host_buffers_);
+  std::vector<PartResult>& buffers = *lease;
   buffers.resize(static_cast<size_t>(2 * parts));
   auto search = [&](int64_t begin, int64_t count, int set) {
     run_parts_or_throw(parts, [&](int64_t p) {
@@ -217,13 +213,7 @@ void ShardedIndex::search_merging_on_host(const Objects& queries, int64_t k, con
     merge_knn(context().pool(), metric(), count, k, buffers.data() + set * parts, parts, distances + begin * k,
               ids + begin * k);
   };
-  try {
-    search_in_chunks(queries.n, chunk, search, merge);
-  } catch (...) {
-    host_buffers_.give_back(std::move(buffers));
-    throw;
-  }
-  host_buffers_.give_back(std::move(buffers));
+  search_in_chunks(queries.n, chunk, search, merge);
 }
 
 RangeResult ShardedIndex::range_search_batch(const Objects& queries, float radius, const SearchOptions& options) const {

@@ -18,6 +18,22 @@ namespace quiver {
 template <typename Set>
 class KeptSets {
  public:
+  // A set for one call (a kept one, or an empty one to fill), back among the kept when the call ends,
+  // however it ends.
+  class Lease {
+   public:
+    explicit Lease(KeptSets& sets) : sets_(sets), set_(sets.take()) {}
+    ~Lease() { sets_.give_back(std::move(set_)); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    Set& operator*() { return set_; }
+
+   private:
+    KeptSets& sets_;
+    Set set_;
+  };
+
+ private:
   Set take() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (spare_.empty()) return {};
@@ -25,12 +41,15 @@ class KeptSets {
     spare_.pop_back();
     return set;
   }
-  void give_back(Set set) {
+  // Dropped if it cannot be kept (out of memory): kept sets are a cache.
+  void give_back(Set set) noexcept {
     std::lock_guard<std::mutex> lock(mutex_);
-    spare_.push_back(std::move(set));
+    try {
+      spare_.push_back(std::move(set));
+    } catch (...) {
+    }
   }
 
- private:
   std::mutex mutex_;
   std::vector<Set> spare_;
 };

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <set>
 
-#include "cpp/core/thread_pool.h"
+#include "cpp/core/context.h"
 #include "cpp/graph/entry_layer.h"
 #include "ivf_testing.h"
 
@@ -15,19 +15,18 @@ constexpr int64_t kDim = 12;
 constexpr int64_t kRows = 4 * kEntryLayerRows + 17;  // the smallest layered size, not a round number
 
 TEST(EntryLayer, SmallGraphsHaveNone) {
-  ThreadPool pool(2);
+  Context context(testing::cpu_options());
   const auto x = testing::clustered_vectors(4 * kEntryLayerRows - 1, kDim, 20, 1);
   const int32_t entries[] = {0};
-  EXPECT_TRUE(build_entry_layer(pool, x.data(), 4 * kEntryLayerRows - 1, kDim, search_key(Metric::l2), entries, 1)
-                  .empty());
+  EXPECT_TRUE(build_entry_layer(context, Metric::l2, x.data(), 4 * kEntryLayerRows - 1, kDim, entries, 1).empty());
 }
 
 TEST(EntryLayer, SamplesTheEntriesFirstAndLinksExactNeighbours) {
-  ThreadPool pool(2);
+  Context context(testing::cpu_options());
   const auto x = testing::clustered_vectors(kRows, kDim, 50, 2);
   const int32_t entries[] = {17, 5, 17, 9000};  // a repeat is taken once
   const KeyFn key = search_key(Metric::l2);
-  const EntryLayer layer = build_entry_layer(pool, x.data(), kRows, kDim, key, entries, 4);
+  const EntryLayer layer = build_entry_layer(context, Metric::l2, x.data(), kRows, kDim, entries, 4);
   ASSERT_EQ(static_cast<int64_t>(layer.rows.size()), kEntryLayerRows);
   EXPECT_EQ(layer.starts, (std::vector<int32_t>{0, 1, 2}));
   EXPECT_EQ(std::vector<int32_t>(layer.rows.begin(), layer.rows.begin() + 3), (std::vector<int32_t>{17, 5, 9000}));
@@ -54,11 +53,11 @@ TEST(EntryLayer, SamplesTheEntriesFirstAndLinksExactNeighbours) {
 }
 
 TEST(EntryLayer, WalksStartNearTheQuery) {
-  ThreadPool pool(2);
+  Context context(testing::cpu_options());
   const auto x = testing::clustered_vectors(kRows, kDim, 50, 3);
   const int32_t entries[] = {0};
   const KeyFn key = search_key(Metric::l2);
-  const EntryLayer layer = build_entry_layer(pool, x.data(), kRows, kDim, key, entries, 1);
+  const EntryLayer layer = build_entry_layer(context, Metric::l2, x.data(), kRows, kDim, entries, 1);
   BeamScratch scratch;
   std::vector<Neighbour> found;
   std::vector<int32_t> starts;
