@@ -17,25 +17,31 @@ qv_context_options_t default_context_options() {
   return o;
 }
 
+constexpr size_t kVersions[] = {QV_FIELD_END(qv_context_options_t, device), QV_FIELD_END(qv_context_options_t, device_id),
+                                QV_FIELD_END(qv_context_options_t, cpu_threads),
+                                QV_FIELD_END(qv_context_options_t, device_ids)};
+
+// What the unsized qv_context_options_init writes, forever (the struct before device_count).
+constexpr size_t kUnsizedInitSize = QV_FIELD_END(qv_context_options_t, cpu_threads);
+
 }  // namespace
 
 extern "C" {
 
-qv_status_t qv_context_options_init(qv_context_options_t* options) {
-  return guarded([&] {
-    require_pointer(options, "options");
-    *options = default_context_options();
-  });
+qv_status_t qv_context_options_init_sized(qv_context_options_t* options, size_t size) {
+  return guarded([&] { quiver::capi::init_params(options, size, default_context_options(), "options", kVersions); });
+}
+
+// Parenthesised: the header's macro of this name calls the sized function.
+qv_status_t(qv_context_options_init)(qv_context_options_t* options) {
+  return guarded(
+      [&] { quiver::capi::init_params(options, kUnsizedInitSize, default_context_options(), "options", kVersions); });
 }
 
 qv_status_t qv_context_create(const qv_context_options_t* options, qv_context_t** out) {
   return guarded([&] {
     require_pointer(out, "out");
     *out = nullptr;
-    static constexpr size_t kVersions[] = {QV_FIELD_END(qv_context_options_t, device),
-                                           QV_FIELD_END(qv_context_options_t, device_id),
-                                           QV_FIELD_END(qv_context_options_t, cpu_threads),
-                                           QV_FIELD_END(qv_context_options_t, device_ids)};
     const qv_context_options_t o =
         quiver::capi::read_params(options, default_context_options(), "options", kVersions);
     quiver::ContextOptions engine;
@@ -83,15 +89,6 @@ qv_status_t qv_cuda_device_count(int32_t* count) {
   return guarded([&] {
     require_pointer(count, "count");
     *count = quiver::gpu::device_count();
-  });
-}
-
-qv_status_t qv_search_params_init(qv_search_params_t* params) {
-  return guarded([&] {
-    require_pointer(params, "params");
-    *params = qv_search_params_t{};
-    params->struct_size = sizeof *params;
-    params->nprobe = QV_NPROBE_DEFAULT;
   });
 }
 

@@ -25,6 +25,13 @@ qv_kmeans_params_t default_kmeans_params() {
   return p;
 }
 
+constexpr size_t kKmeansVersions[] = {QV_FIELD_END(qv_kmeans_params_t, iterations),
+                                      QV_FIELD_END(qv_kmeans_params_t, seed),
+                                      QV_FIELD_END(qv_kmeans_params_t, max_points_per_centroid)};
+
+// What the unsized qv_kmeans_params_init writes, forever.
+constexpr size_t kKmeansUnsizedInitSize = QV_FIELD_END(qv_kmeans_params_t, max_points_per_centroid);
+
 void require_dim(int64_t dim) {
   require(dim >= 1 && dim <= quiver::kMaxDim, "dim = ", dim, " is outside 1 .. ", quiver::kMaxDim);
 }
@@ -50,10 +57,14 @@ qv_status_t qv_knn(qv_context_t* context, qv_metric_t metric, int64_t dim, int64
   });
 }
 
-qv_status_t qv_kmeans_params_init(qv_kmeans_params_t* params) {
+qv_status_t qv_kmeans_params_init_sized(qv_kmeans_params_t* params, size_t size) {
+  return guarded([&] { quiver::capi::init_params(params, size, default_kmeans_params(), "params", kKmeansVersions); });
+}
+
+// Parenthesised: the header's macro of this name calls the sized function.
+qv_status_t(qv_kmeans_params_init)(qv_kmeans_params_t* params) {
   return guarded([&] {
-    require_pointer(params, "params");
-    *params = default_kmeans_params();
+    quiver::capi::init_params(params, kKmeansUnsizedInitSize, default_kmeans_params(), "params", kKmeansVersions);
   });
 }
 
@@ -67,11 +78,8 @@ qv_status_t qv_kmeans(qv_context_t* context, int64_t dim, int64_t n, const float
     require_pointer(x, "x");
     require_pointer(centroids, "centroids");
     require(k >= 1 && k <= n, "k = ", k, " must be in 1 .. n (", n, ")");
-    static constexpr size_t kVersions[] = {QV_FIELD_END(qv_kmeans_params_t, iterations),
-                                           QV_FIELD_END(qv_kmeans_params_t, seed),
-                                           QV_FIELD_END(qv_kmeans_params_t, max_points_per_centroid)};
     const qv_kmeans_params_t p =
-        quiver::capi::read_params(params, default_kmeans_params(), "params", kVersions);
+        quiver::capi::read_params(params, default_kmeans_params(), "params", kKmeansVersions);
     require(p.max_points_per_centroid >= 0, "params->max_points_per_centroid = ",
             p.max_points_per_centroid, " is negative");
     const quiver::Context& engine = *context->context;

@@ -27,15 +27,26 @@ qv_knn_graph_params_t default_knn_graph_params() {
   return p;
 }
 
+constexpr size_t kVersions[] = {
+    QV_FIELD_END(qv_knn_graph_params_t, method),   QV_FIELD_END(qv_knn_graph_params_t, target_recall),
+    QV_FIELD_END(qv_knn_graph_params_t, seed),     QV_FIELD_END(qv_knn_graph_params_t, recall_sample),
+    QV_FIELD_END(qv_knn_graph_params_t, progress), QV_FIELD_END(qv_knn_graph_params_t, user_data)};
+
+// What the unsized qv_knn_graph_params_init writes, forever.
+constexpr size_t kUnsizedInitSize = QV_FIELD_END(qv_knn_graph_params_t, user_data);
+
 }  // namespace
 
 extern "C" {
 
-qv_status_t qv_knn_graph_params_init(qv_knn_graph_params_t* params) {
-  return guarded([&] {
-    require_pointer(params, "params");
-    *params = default_knn_graph_params();
-  });
+qv_status_t qv_knn_graph_params_init_sized(qv_knn_graph_params_t* params, size_t size) {
+  return guarded([&] { quiver::capi::init_params(params, size, default_knn_graph_params(), "params", kVersions); });
+}
+
+// Parenthesised: the header's macro of this name calls the sized function.
+qv_status_t(qv_knn_graph_params_init)(qv_knn_graph_params_t* params) {
+  return guarded(
+      [&] { quiver::capi::init_params(params, kUnsizedInitSize, default_knn_graph_params(), "params", kVersions); });
 }
 
 qv_status_t qv_knn_graph(qv_context_t* context, qv_metric_t metric, int64_t dim, int64_t n, const float* x,
@@ -48,10 +59,6 @@ qv_status_t qv_knn_graph(qv_context_t* context, qv_metric_t metric, int64_t dim,
             std::min<int64_t>(n, quiver::kMaxK) - 1, " (n = ", n, ")");
     require_pointer(x, "x");
     require_pointer(ids, "ids");
-    static constexpr size_t kVersions[] = {
-        QV_FIELD_END(qv_knn_graph_params_t, method),        QV_FIELD_END(qv_knn_graph_params_t, target_recall),
-        QV_FIELD_END(qv_knn_graph_params_t, seed),          QV_FIELD_END(qv_knn_graph_params_t, recall_sample),
-        QV_FIELD_END(qv_knn_graph_params_t, progress),      QV_FIELD_END(qv_knn_graph_params_t, user_data)};
     const qv_knn_graph_params_t p = quiver::capi::read_params(params, default_knn_graph_params(), "params", kVersions);
     require(p.method >= QV_KNN_GRAPH_AUTO && p.method <= QV_KNN_GRAPH_APPROXIMATE, "params->method = ", p.method,
             " is not a QV_KNN_GRAPH_* value");

@@ -37,6 +37,9 @@ inline void require_pointer(const void* p, const char* name) {
 // struct: the end of one of its fields (`field_ends`, in order) or sizeof(T). Fields beyond an older
 // caller's struct_size keep their defaults; a newer caller's extra fields are accepted only while
 // they are zero (their default), since this library cannot honour them.
+// Larger than any parameter struct a future header could declare: a size beyond it is a mistake.
+constexpr size_t kMaxParamsStructSize = 1 << 16;
+
 template <size_t N>
 void check_struct_size(uint32_t size, size_t current, const size_t (&field_ends)[N], const char* name) {
   bool known = size >= current;
@@ -60,6 +63,22 @@ T read_params(const T* params, const T& defaults, const char* name, const size_t
   std::memcpy(&out, params, size < sizeof(T) ? size : sizeof(T));
   out.struct_size = sizeof(T);
   return out;
+}
+
+// Fills a caller's versioned params struct of `size` bytes (the sizeof in the caller's header, which
+// qv_*_init_sized receives) with defaults: struct_size = size, the fields this library knows their
+// defaults, and a newer header's further fields zero (their defaults; read_params accepts them while
+// they stay zero). Writing only `size` bytes is what keeps a program built against an older, smaller
+// struct safe when the library's struct grows.
+template <typename T, size_t N>
+void init_params(T* params, size_t size, const T& defaults, const char* name, const size_t (&field_ends)[N]) {
+  require_pointer(params, name);
+  require(size <= kMaxParamsStructSize, "size = ", size, " is not the size of a parameter struct");
+  check_struct_size(static_cast<uint32_t>(size), sizeof(T), field_ends, name);
+  T value = defaults;
+  value.struct_size = static_cast<uint32_t>(size);
+  std::memcpy(params, &value, size < sizeof(T) ? size : sizeof(T));
+  if (size > sizeof(T)) std::memset(reinterpret_cast<unsigned char*>(params) + sizeof(T), 0, size - sizeof(T));
 }
 
 // The end offset of a field, for read_params' list of versions.

@@ -21,6 +21,16 @@ qv_index_t* wrap(const qv_context_t* context, std::unique_ptr<quiver::Index> ind
   return new qv_index{context->context, std::move(index)};
 }
 
+constexpr size_t kInfoVersions[] = {
+    QV_FIELD_END(qv_index_info_t, dim),        QV_FIELD_END(qv_index_info_t, metric),
+    QV_FIELD_END(qv_index_info_t, is_trained), QV_FIELD_END(qv_index_info_t, count),
+    QV_FIELD_END(qv_index_info_t, device),     QV_FIELD_END(qv_index_info_t, device_id),
+    QV_FIELD_END(qv_index_info_t, host_bytes), QV_FIELD_END(qv_index_info_t, device_bytes),
+    QV_FIELD_END(qv_index_info_t, descriptor)};
+
+// What the unsized qv_index_info_init writes, forever.
+constexpr size_t kInfoUnsizedInitSize = QV_FIELD_END(qv_index_info_t, descriptor);
+
 }  // namespace
 
 extern "C" {
@@ -110,12 +120,13 @@ qv_status_t qv_index_remove(qv_index_t* index, int64_t n, const int64_t* ids, in
   });
 }
 
-qv_status_t qv_index_info_init(qv_index_info_t* info) {
-  return guarded([&] {
-    require_pointer(info, "info");
-    *info = qv_index_info_t{};
-    info->struct_size = sizeof *info;
-  });
+qv_status_t qv_index_info_init_sized(qv_index_info_t* info, size_t size) {
+  return guarded([&] { quiver::capi::init_params(info, size, qv_index_info_t{}, "info", kInfoVersions); });
+}
+
+// Parenthesised: the header's macro of this name calls the sized function.
+qv_status_t(qv_index_info_init)(qv_index_info_t* info) {
+  return guarded([&] { quiver::capi::init_params(info, kInfoUnsizedInitSize, qv_index_info_t{}, "info", kInfoVersions); });
 }
 
 qv_status_t qv_index_info(const qv_index_t* index, qv_index_info_t* info) {
@@ -123,12 +134,7 @@ qv_status_t qv_index_info(const qv_index_t* index, qv_index_info_t* info) {
     require_pointer(index, "index");
     require_pointer(info, "info");
     const uint32_t caller_size = info->struct_size;
-    static constexpr size_t kVersions[] = {
-        QV_FIELD_END(qv_index_info_t, dim),       QV_FIELD_END(qv_index_info_t, metric),
-        QV_FIELD_END(qv_index_info_t, is_trained), QV_FIELD_END(qv_index_info_t, count),
-        QV_FIELD_END(qv_index_info_t, device),    QV_FIELD_END(qv_index_info_t, device_id),
-        QV_FIELD_END(qv_index_info_t, host_bytes), QV_FIELD_END(qv_index_info_t, device_bytes)};
-    quiver::capi::check_struct_size(caller_size, sizeof(qv_index_info_t), kVersions, "info");
+    quiver::capi::check_struct_size(caller_size, sizeof(qv_index_info_t), kInfoVersions, "info");
     const quiver::Index& ix = *index->index;
     qv_index_info_t full{};
     full.struct_size = caller_size < sizeof full ? caller_size : sizeof full;

@@ -36,18 +36,27 @@ GraphWalkOptions graph_walk_options(const qv_search_params_t& p) {
   return walk;
 }
 
+qv_search_params_t default_search_params() {
+  qv_search_params_t p{};
+  p.struct_size = sizeof p;
+  p.nprobe = QV_NPROBE_DEFAULT;
+  return p;
+}
+
+constexpr size_t kVersions[] = {
+    QV_FIELD_END(qv_search_params_t, filter_bits),   QV_FIELD_END(qv_search_params_t, nprobe),
+    QV_FIELD_END(qv_search_params_t, search_width),  QV_FIELD_END(qv_search_params_t, compute_mode),
+    QV_FIELD_END(qv_search_params_t, refine_factor), QV_FIELD_END(qv_search_params_t, max_range_results),
+    QV_FIELD_END(qv_search_params_t, graph_queries_per_warp)};
+
+// What the unsized qv_search_params_init writes, forever: the struct of the headers it was built
+// against before qv_search_params_init_sized existed.
+constexpr size_t kUnsizedInitSize = QV_FIELD_END(qv_search_params_t, max_range_results);
+
 }  // namespace
 
 SearchOptions search_options(const qv_search_params_t* params) {
-  qv_search_params_t defaults{};
-  defaults.struct_size = sizeof defaults;
-  defaults.nprobe = QV_NPROBE_DEFAULT;
-  static constexpr size_t kVersions[] = {
-      QV_FIELD_END(qv_search_params_t, filter_bits),  QV_FIELD_END(qv_search_params_t, nprobe),
-      QV_FIELD_END(qv_search_params_t, search_width), QV_FIELD_END(qv_search_params_t, compute_mode),
-      QV_FIELD_END(qv_search_params_t, refine_factor), QV_FIELD_END(qv_search_params_t, max_range_results),
-      QV_FIELD_END(qv_search_params_t, graph_queries_per_warp)};
-  const qv_search_params_t p = read_params(params, defaults, "params", kVersions);
+  const qv_search_params_t p = read_params(params, default_search_params(), "params", kVersions);
   require(p.filter != nullptr || p.filter_bits == 0, "params->filter is NULL but params->filter_bits = ",
                   p.filter_bits);
   SearchOptions options;
@@ -66,3 +75,21 @@ SearchOptions search_options(const qv_search_params_t* params) {
 }
 
 }  // namespace quiver::capi
+
+extern "C" {
+
+qv_status_t qv_search_params_init_sized(qv_search_params_t* params, size_t size) {
+  return quiver::capi::guarded([&] {
+    quiver::capi::init_params(params, size, quiver::capi::default_search_params(), "params", quiver::capi::kVersions);
+  });
+}
+
+// Parenthesised: the header's macro of this name calls the sized function.
+qv_status_t(qv_search_params_init)(qv_search_params_t* params) {
+  return quiver::capi::guarded([&] {
+    quiver::capi::init_params(params, quiver::capi::kUnsizedInitSize, quiver::capi::default_search_params(), "params",
+                              quiver::capi::kVersions);
+  });
+}
+
+}  // extern "C"

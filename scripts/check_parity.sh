@@ -5,6 +5,8 @@
 #   - called by the Go package (`C.qv_name` in bindings/go/**/*.go, tests excluded; a call
 #     `qv_name(` inside a file's cgo preamble, the comment right before `import "C"`, also counts,
 #     for the helpers that read a call's status and error message in one cgo call).
+# except the unsized qv_*_init entry points, which the header also defines as macros of their sized
+# twins (`#define qv_name(`): bindings call the sized function, which the check requires like any.
 # Prints the missing ones and exits 1, or prints a one-line summary and exits 0.
 #
 # Usage: scripts/check_parity.sh   (from anywhere; paths are relative to the repository root)
@@ -27,6 +29,20 @@ if [ "${#functions[@]}" -eq 0 ] || [ "${#functions[@]}" -lt "$api_lines" ]; then
        "include/quiver/*.h; is a declaration split across lines?" >&2
   exit 1
 fi
+
+# The unsized qv_*_init functions kept for programs built before their sized twins. Every qv_*_init
+# must be one: an unsized init of a struct that grows overruns the smaller struct of an older caller.
+mapfile -t macro_shadowed < <(cat include/quiver/*.h | grep -oE '^#define[[:space:]]+qv_[A-Za-z0-9_]+\(' |
+                               grep -oE 'qv_[A-Za-z0-9_]+' | sort -u)
+mapfile -t unsized_inits < <(printf '%s\n' "${functions[@]}" | grep -E '_init$' |
+                             comm -23 - <(printf '%s\n' "${macro_shadowed[@]+"${macro_shadowed[@]}"}"))
+if [ "${#unsized_inits[@]}" -gt 0 ]; then
+  echo "check_parity: qv_*_init functions without a sized twin (qv_X_init_sized(p, size) and" \
+       "'#define qv_X_init(p) qv_X_init_sized((p), sizeof(qv_X_t))' in the header):" >&2
+  printf '  %s\n' "${unsized_inits[@]}" >&2
+  exit 1
+fi
+mapfile -t functions < <(comm -23 <(printf '%s\n' "${functions[@]}") <(printf '%s\n' "${macro_shadowed[@]+"${macro_shadowed[@]}"}"))
 
 # Everything each binding mentions, read once.
 rust_sys_src=$(cat bindings/rust/quiver-sys/src/*.rs 2>/dev/null || true)

@@ -107,7 +107,7 @@ def recall_at(ids, gt, r=RECALL_DEPTH):
 
 # ---- quiver through the C ABI --------------------------------------------------------------------
 
-# The whole structs of quiver.h: the init functions write every field.
+# The structs of quiver.h, passed to the init functions with their size (ctypes.sizeof).
 class ContextOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("device", ctypes.c_int32),
                 ("device_id", ctypes.c_int32), ("cpu_threads", ctypes.c_int32),
@@ -142,8 +142,11 @@ class Quiver:
         self.lib = ctypes.CDLL(lib_path)
         self.lib.qv_last_error_message.restype = ctypes.c_char_p
         self.lib.qv_version_string.restype = ctypes.c_char_p
+        for init in (self.lib.qv_context_options_init_sized, self.lib.qv_search_params_init_sized):
+            init.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         opts = ContextOptions()
-        self.check(self.lib.qv_context_options_init(ctypes.byref(opts)), "qv_context_options_init")
+        self.check(self.lib.qv_context_options_init_sized(ctypes.byref(opts), ctypes.sizeof(opts)),
+                   "qv_context_options_init_sized")
         opts.device, opts.cpu_threads = device, threads
         self.ctx = ctypes.c_void_p()
         self.check(self.lib.qv_context_create(ctypes.byref(opts), ctypes.byref(self.ctx)), "qv_context_create")
@@ -179,7 +182,8 @@ class Quiver:
     def search(self, queries, k, width=0, nprobe=0, mode=0):
         """mode: qv_compute_mode_t (0 float32, 1 TF32, 2 float16, 3 bfloat16)."""
         params = SearchParams()
-        self.check(self.lib.qv_search_params_init(ctypes.byref(params)), "qv_search_params_init")
+        self.check(self.lib.qv_search_params_init_sized(ctypes.byref(params), ctypes.sizeof(params)),
+                   "qv_search_params_init_sized")
         params.search_width = width
         params.compute_mode = mode
         if nprobe:

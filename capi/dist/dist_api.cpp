@@ -6,6 +6,7 @@
 #include "cpp/core/error.h"
 #include "cpp/dist/dist_index.h"
 #include "quiver/quiver_mpi.h"
+#include "capi/guard.h"
 #include "capi/handles.h"
 
 struct qv_dist_index {
@@ -39,16 +40,27 @@ qv_status_t guarded(Body&& body) noexcept {
   }
 }
 
-void require_pointer(const void* p, const char* name) { quiver::require(p != nullptr, name, " is NULL"); }
+using quiver::capi::require_pointer;
+
+qv_dist_options_t default_options() {
+  qv_dist_options_t o{};
+  o.struct_size = sizeof o;
+  o.root = 0;
+  o.timeout_ms = 60000;
+  return o;
+}
+
+constexpr size_t kVersions[] = {QV_FIELD_END(qv_dist_options_t, timeout_ms)};
+
+// What the unsized qv_dist_options_init writes, forever.
+constexpr size_t kUnsizedInitSize = QV_FIELD_END(qv_dist_options_t, timeout_ms);
 
 quiver::dist::Options read_options(const qv_dist_options_t* options) {
+  const qv_dist_options_t given = quiver::capi::read_params(options, default_options(), "options", kVersions);
+  quiver::require(given.timeout_ms > 0, "options->timeout_ms = ", given.timeout_ms, " is not positive");
   quiver::dist::Options o;
-  if (options == nullptr) return o;
-  quiver::require(options->struct_size >= sizeof(qv_dist_options_t), "options->struct_size = ", options->struct_size,
-                  ": initialise the options with qv_dist_options_init");
-  quiver::require(options->timeout_ms > 0, "options->timeout_ms = ", options->timeout_ms, " is not positive");
-  o.root = options->root;
-  o.timeout_ms = options->timeout_ms;
+  o.root = given.root;
+  o.timeout_ms = given.timeout_ms;
   return o;
 }
 
@@ -61,14 +73,13 @@ MPI_Comm read_comm(const void* comm) {
 
 extern "C" {
 
-qv_status_t qv_dist_options_init(qv_dist_options_t* options) {
-  return guarded([&] {
-    require_pointer(options, "options");
-    *options = qv_dist_options_t{};
-    options->struct_size = sizeof *options;
-    options->root = 0;
-    options->timeout_ms = 60000;
-  });
+qv_status_t qv_dist_options_init_sized(qv_dist_options_t* options, size_t size) {
+  return guarded([&] { quiver::capi::init_params(options, size, default_options(), "options", kVersions); });
+}
+
+// Parenthesised: the header's macro of this name calls the sized function.
+qv_status_t(qv_dist_options_init)(qv_dist_options_t* options) {
+  return guarded([&] { quiver::capi::init_params(options, kUnsizedInitSize, default_options(), "options", kVersions); });
 }
 
 const char* qv_dist_last_error_message(void) { return last_error.c_str(); }

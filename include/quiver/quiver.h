@@ -8,8 +8,12 @@
  * - Handles (qv_context_t, qv_index_t, qv_range_result_t) are opaque; create them with the matching
  *   function and release them with the matching qv_*_free.
  * - Parameter structs start with `uint32_t struct_size`; fill them with their qv_*_init function, then
- *   change the fields you need. Passing NULL where a params pointer is accepted means defaults. The
- *   library reads only struct_size bytes, so a program compiled against an older header keeps working.
+ *   change the fields you need. Passing NULL where a params pointer is accepted means defaults.
+ *   qv_X_init(p) is a macro for qv_X_init_sized(p, sizeof(qv_X_t)): the library writes and reads only
+ *   the struct size the caller's header declares, so a program compiled against an older header
+ *   keeps working after a struct grows. (The exported function qv_X_init, for programs built before
+ *   the sized form existed, writes the struct as it was then, never more.) Bindings that declare the
+ *   structs themselves call qv_X_init_sized with their own struct's size.
  * - Vectors are row-major float32 (`n x dim`). Inputs and outputs may live in host memory or, on a
  *   CUDA context, in device memory; the library detects which. No pointer is kept after a call.
  *   Host vectors are checked for NaN and infinities; device vectors used in place are not (checking
@@ -170,8 +174,11 @@ typedef struct qv_context_options {
   int32_t device_ids[QV_MAX_DEVICES];
 } qv_context_options_t;
 
-/* Fills *options with defaults. Returns QV_ERR_INVALID_ARGUMENT if options is NULL. */
+/* Fills *options with defaults. size: sizeof(qv_context_options_t), which the macro qv_context_options_init
+ * passes. Returns QV_ERR_INVALID_ARGUMENT if options is NULL or size is no version's size. */
+QV_API qv_status_t qv_context_options_init_sized(qv_context_options_t *options, size_t size);
 QV_API qv_status_t qv_context_options_init(qv_context_options_t *options);
+#define qv_context_options_init(options) qv_context_options_init_sized((options), sizeof(qv_context_options_t))
 
 /* Creates a context. options: NULL for defaults. *out receives a new context owned by the caller
  * (release with qv_context_free after every index made from it is freed).
@@ -280,9 +287,12 @@ typedef struct qv_search_params {
 
 /* Fills *params with defaults: no filter, nprobe QV_NPROBE_DEFAULT, search_width 0, compute_mode
  * QV_COMPUTE_FP32, refine_factor 0, max_range_results 0, graph_visited QV_GRAPH_VISITED_DEFAULT,
- * graph_probes 0, graph_warps_per_query 0, graph_queries_per_warp 0. Returns
- * QV_ERR_INVALID_ARGUMENT if params is NULL. */
+ * graph_probes 0, graph_warps_per_query 0, graph_queries_per_warp 0. size: sizeof(qv_search_params_t)
+ * (the macro qv_search_params_init passes it). Returns QV_ERR_INVALID_ARGUMENT if params is NULL or
+ * size is no version's size. */
+QV_API qv_status_t qv_search_params_init_sized(qv_search_params_t *params, size_t size);
 QV_API qv_status_t qv_search_params_init(qv_search_params_t *params);
+#define qv_search_params_init(params) qv_search_params_init_sized((params), sizeof(qv_search_params_t))
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Indexes                                                                                         */
@@ -510,8 +520,11 @@ typedef struct qv_index_info_s {
                               127 bytes if longer) */
 } qv_index_info_t;
 
-/* Zeroes *info and sets its struct_size. Returns QV_ERR_INVALID_ARGUMENT if info is NULL. */
+/* Zeroes *info and sets its struct_size. size: sizeof(qv_index_info_t) (the macro qv_index_info_init
+ * passes it). Returns QV_ERR_INVALID_ARGUMENT if info is NULL or size is no version's size. */
+QV_API qv_status_t qv_index_info_init_sized(qv_index_info_t *info, size_t size);
 QV_API qv_status_t qv_index_info_init(qv_index_info_t *info);
+#define qv_index_info_init(info) qv_index_info_init_sized((info), sizeof(qv_index_info_t))
 
 /* Fills *info, which the caller prepared with qv_index_info_init (an older caller's smaller
  * struct_size is honoured: only that many bytes are written). Thread-safe with searches.
@@ -559,8 +572,11 @@ typedef struct qv_kmeans_params {
   int64_t max_points_per_centroid; /* sub-sample to k * this many points; 0 = use all; default 256 */
 } qv_kmeans_params_t;
 
-/* Fills *params with defaults. Returns QV_ERR_INVALID_ARGUMENT if params is NULL. */
+/* Fills *params with defaults. size: sizeof(qv_kmeans_params_t), which the macro qv_kmeans_params_init
+ * passes. Returns QV_ERR_INVALID_ARGUMENT if params is NULL or size is no version's size. */
+QV_API qv_status_t qv_kmeans_params_init_sized(qv_kmeans_params_t *params, size_t size);
 QV_API qv_status_t qv_kmeans_params_init(qv_kmeans_params_t *params);
+#define qv_kmeans_params_init(params) qv_kmeans_params_init_sized((params), sizeof(qv_kmeans_params_t))
 
 /* k-means clustering (squared L2) of n vectors into k centroids.
  * x: n x dim finite floats, read during the call; n >= k >= 1.
@@ -599,8 +615,11 @@ typedef struct qv_knn_graph_params {
   void *user_data;              /* passed to progress; default NULL */
 } qv_knn_graph_params_t;
 
-/* Fills *params with defaults. Returns QV_ERR_INVALID_ARGUMENT if params is NULL. */
+/* Fills *params with defaults. size: sizeof(qv_knn_graph_params_t), which the macro qv_knn_graph_params_init
+ * passes. Returns QV_ERR_INVALID_ARGUMENT if params is NULL or size is no version's size. */
+QV_API qv_status_t qv_knn_graph_params_init_sized(qv_knn_graph_params_t *params, size_t size);
 QV_API qv_status_t qv_knn_graph_params_init(qv_knn_graph_params_t *params);
+#define qv_knn_graph_params_init(params) qv_knn_graph_params_init_sized((params), sizeof(qv_knn_graph_params_t))
 
 /* The k-nearest-neighbour graph of n vectors: for every vector, its k nearest other vectors
  * (itself excluded, even where duplicates of it exist), closest first, ties to the smaller row.

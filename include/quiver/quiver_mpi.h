@@ -45,8 +45,11 @@ typedef struct qv_dist_options {
   int32_t timeout_ms;   /* longest wait for the other ranks in one collective step; default 60000 */
 } qv_dist_options_t;
 
-/* Fills *options with defaults. Returns QV_ERR_INVALID_ARGUMENT if options is NULL. */
+/* Fills *options with defaults. size: sizeof(qv_dist_options_t), which the macro qv_dist_options_init
+ * passes. Returns QV_ERR_INVALID_ARGUMENT if options is NULL or size is no version's size. */
+QV_API qv_status_t qv_dist_options_init_sized(qv_dist_options_t *options, size_t size);
 QV_API qv_status_t qv_dist_options_init(qv_dist_options_t *options);
+#define qv_dist_options_init(options) qv_dist_options_init_sized((options), sizeof(qv_dist_options_t))
 
 /* The message of this thread's last failed qv_dist_* call; "" after a success. Never NULL. */
 QV_API const char *qv_dist_last_error_message(void);

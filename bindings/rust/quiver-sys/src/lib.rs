@@ -313,7 +313,13 @@ extern "C" {
     pub fn qv_abi_version() -> u32;
 
     // Contexts
-    /// Fills `*options` with defaults.
+    /// Fills `*options` with defaults. `size`: `size_of::<qv_context_options_t>()`.
+    pub fn qv_context_options_init_sized(
+        options: *mut qv_context_options_t,
+        size: usize,
+    ) -> qv_status_t;
+    /// For programs built before `qv_context_options_init_sized`: fills the struct as it was then, never
+    /// more; call `qv_context_options_init_sized`.
     pub fn qv_context_options_init(options: *mut qv_context_options_t) -> qv_status_t;
     /// Creates a context (`options` NULL for defaults), released with `qv_context_free`. Thread-safe.
     pub fn qv_context_create(
@@ -341,7 +347,11 @@ extern "C" {
     pub fn qv_cuda_device_count(count: *mut i32) -> qv_status_t;
 
     // Search parameters
-    /// Fills `*params` with defaults.
+    /// Fills `*params` with defaults. `size`: `size_of::<qv_search_params_t>()`.
+    pub fn qv_search_params_init_sized(params: *mut qv_search_params_t, size: usize)
+        -> qv_status_t;
+    /// For programs built before `qv_search_params_init_sized`: fills the struct as it was then, never
+    /// more; call `qv_search_params_init_sized`.
     pub fn qv_search_params_init(params: *mut qv_search_params_t) -> qv_status_t;
 
     // Indexes
@@ -435,7 +445,10 @@ extern "C" {
         ids: *const i64,
         removed: *mut i64,
     ) -> qv_status_t;
-    /// Fills `*info` with its `struct_size`, ready for `qv_index_info`.
+    /// Fills `*info` with its `struct_size`, ready for `qv_index_info`. `size`: `size_of::<qv_index_info_t>()`.
+    pub fn qv_index_info_init_sized(info: *mut qv_index_info_t, size: usize) -> qv_status_t;
+    /// For programs built before `qv_index_info_init_sized`: fills the struct as it was then, never
+    /// more; call `qv_index_info_init_sized`.
     pub fn qv_index_info_init(info: *mut qv_index_info_t) -> qv_status_t;
     /// Describes an index. Thread-safe with searches.
     pub fn qv_index_info(index: *const qv_index_t, info: *mut qv_index_info_t) -> qv_status_t;
@@ -478,7 +491,11 @@ extern "C" {
         distances: *mut f32,
         ids: *mut i64,
     ) -> qv_status_t;
-    /// Fills `*params` with defaults.
+    /// Fills `*params` with defaults. `size`: `size_of::<qv_kmeans_params_t>()`.
+    pub fn qv_kmeans_params_init_sized(params: *mut qv_kmeans_params_t, size: usize)
+        -> qv_status_t;
+    /// For programs built before `qv_kmeans_params_init_sized`: fills the struct as it was then, never
+    /// more; call `qv_kmeans_params_init_sized`.
     pub fn qv_kmeans_params_init(params: *mut qv_kmeans_params_t) -> qv_status_t;
     /// k-means (squared L2) of `n` vectors into `k` centroids; optional assignments and objective.
     pub fn qv_kmeans(
@@ -492,7 +509,13 @@ extern "C" {
         assignments: *mut i64,
         objective: *mut f64,
     ) -> qv_status_t;
-    /// Fills `*params` with defaults.
+    /// Fills `*params` with defaults. `size`: `size_of::<qv_knn_graph_params_t>()`.
+    pub fn qv_knn_graph_params_init_sized(
+        params: *mut qv_knn_graph_params_t,
+        size: usize,
+    ) -> qv_status_t;
+    /// For programs built before `qv_knn_graph_params_init_sized`: fills the struct as it was then, never
+    /// more; call `qv_knn_graph_params_init_sized`.
     pub fn qv_knn_graph_params_init(params: *mut qv_knn_graph_params_t) -> qv_status_t;
     /// The k-nearest-neighbour graph of `n` vectors: `n x k` ids (and optional distances) of
     /// every vector's nearest other vectors; optional recall estimate.

@@ -34,7 +34,10 @@ pub struct qv_dist_options_t {
 }
 
 extern "C" {
-    /// Fills `*options` with defaults.
+    /// Fills `*options` with defaults. `size`: `size_of::<qv_dist_options_t>()`.
+    pub fn qv_dist_options_init_sized(options: *mut qv_dist_options_t, size: usize) -> qv_status_t;
+    /// For programs built before `qv_dist_options_init_sized`: fills the struct as it was then, never
+    /// more; call `qv_dist_options_init_sized`.
     pub fn qv_dist_options_init(options: *mut qv_dist_options_t) -> qv_status_t;
     /// The message of this thread's last failed `qv_dist_*` call, "" after a success; never NULL.
     pub fn qv_dist_last_error_message() -> *const c_char;

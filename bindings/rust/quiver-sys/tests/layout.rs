@@ -150,11 +150,14 @@ fn the_mpi_library_answers_without_mpi() {
     // SAFETY: valid pointers, or NULL where the header allows it.
     unsafe {
         let mut o: qv_dist_options_t = std::mem::zeroed();
-        assert_eq!(qv_dist_options_init(&mut o), QV_OK);
+        assert_eq!(
+            qv_dist_options_init_sized(&mut o, size_of::<qv_dist_options_t>()),
+            QV_OK
+        );
         assert_eq!(o.struct_size as usize, size_of::<qv_dist_options_t>());
         assert_eq!((o.root, o.timeout_ms), (0, 60000));
         assert_eq!(
-            qv_dist_options_init(std::ptr::null_mut()),
+            qv_dist_options_init_sized(std::ptr::null_mut(), size_of::<qv_dist_options_t>()),
             QV_ERR_INVALID_ARGUMENT
         );
         let message = qv_dist_last_error_message();
@@ -162,6 +165,11 @@ fn the_mpi_library_answers_without_mpi() {
             !message.is_null() && *message != 0,
             "a failure leaves a message"
         );
+        // The unsized entry point of older programs writes the 48-byte first version, never more.
+        let mut old: qv_search_params_t = std::mem::zeroed();
+        old.graph_probes = 7;
+        assert_eq!(qv_search_params_init(&mut old), QV_OK);
+        assert_eq!((old.struct_size, old.graph_probes), (48, 7));
         qv_dist_index_free(std::ptr::null_mut());
     }
 }
@@ -175,7 +183,10 @@ fn the_linked_library_is_the_one_declared() {
         let s = std::ffi::CStr::from_ptr(qv_version_string());
         assert_eq!(s.to_str().unwrap(), QV_VERSION_STRING);
         let mut p: qv_search_params_t = std::mem::zeroed();
-        assert_eq!(qv_search_params_init(&mut p), QV_OK);
+        assert_eq!(
+            qv_search_params_init_sized(&mut p, size_of::<qv_search_params_t>()),
+            QV_OK
+        );
         assert_eq!(p.struct_size as usize, size_of::<qv_search_params_t>());
         assert_eq!(p.nprobe, QV_NPROBE_DEFAULT);
         assert_eq!(p.refine_factor, 0);
@@ -190,7 +201,7 @@ fn the_linked_library_is_the_one_declared() {
             (0, 0, 0)
         );
         assert_eq!(
-            qv_search_params_init(std::ptr::null_mut()),
+            qv_search_params_init_sized(std::ptr::null_mut(), size_of::<qv_search_params_t>()),
             QV_ERR_INVALID_ARGUMENT
         );
         let message = qv_last_error_message();
@@ -199,7 +210,10 @@ fn the_linked_library_is_the_one_declared() {
             "a failure leaves a message"
         );
         let mut o: qv_context_options_t = std::mem::zeroed();
-        assert_eq!(qv_context_options_init(&mut o), QV_OK);
+        assert_eq!(
+            qv_context_options_init_sized(&mut o, size_of::<qv_context_options_t>()),
+            QV_OK
+        );
         assert_eq!(o.struct_size as usize, size_of::<qv_context_options_t>());
         assert_eq!(o.device_count, 0);
         o.device = QV_DEVICE_CPU;

@@ -233,7 +233,9 @@ impl ContextBuilder {
         // by qv_context_options_init.
         let mut options: sys::qv_context_options_t = unsafe { std::mem::zeroed() };
         // SAFETY: a valid, writable struct.
-        check(unsafe { sys::qv_context_options_init(&mut options) })?;
+        check(unsafe {
+            sys::qv_context_options_init_sized(&mut options, std::mem::size_of_val(&options))
+        })?;
         options.device = self.device.code();
         options.device_id = device_id;
         options.cpu_threads = cpu_threads;

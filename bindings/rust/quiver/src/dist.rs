@@ -152,7 +152,9 @@ impl Default for DistOptions {
         let mut raw: sys::qv_dist_options_t = unsafe { std::mem::zeroed() };
         // SAFETY: a valid, writable struct. It fails only for NULL; the fallback is the header's
         // defaults.
-        if unsafe { sys::qv_dist_options_init(&mut raw) } != sys::QV_OK {
+        if unsafe { sys::qv_dist_options_init_sized(&mut raw, std::mem::size_of_val(&raw)) }
+            != sys::QV_OK
+        {
             raw.root = 0;
             raw.timeout_ms = 60_000;
         }

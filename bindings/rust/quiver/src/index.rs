@@ -405,7 +405,7 @@ impl Index {
         // SAFETY: plain data, all-zero is valid; qv_index_info_init sets struct_size.
         let mut info: sys::qv_index_info_t = unsafe { std::mem::zeroed() };
         // SAFETY: a valid, writable struct.
-        check(unsafe { sys::qv_index_info_init(&mut info) })?;
+        check(unsafe { sys::qv_index_info_init_sized(&mut info, std::mem::size_of_val(&info)) })?;
         // SAFETY: shared access is allowed for info; info is initialised and writable.
         check(unsafe { sys::qv_index_info(self.raw.as_ptr(), &mut info) })?;
         // Bounded by the array: a descriptor without NUL is cut at 128 bytes, never read past.

@@ -20,7 +20,9 @@ impl Default for KmeansParams {
         let mut raw: sys::qv_kmeans_params_t = unsafe { std::mem::zeroed() };
         // SAFETY: a valid, writable struct. It fails only for NULL; the fallback writes the
         // header's documented defaults.
-        if unsafe { sys::qv_kmeans_params_init(&mut raw) } != sys::QV_OK {
+        if unsafe { sys::qv_kmeans_params_init_sized(&mut raw, std::mem::size_of_val(&raw)) }
+            != sys::QV_OK
+        {
             raw = sys::qv_kmeans_params_t {
                 struct_size: std::mem::size_of::<sys::qv_kmeans_params_t>() as u32,
                 iterations: 20,

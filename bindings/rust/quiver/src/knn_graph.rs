@@ -59,7 +59,7 @@ impl Default for KnnGraphParams {
         };
         // SAFETY: a valid, writable struct. It fails only for NULL; `raw` already holds the header's
         // documented defaults.
-        unsafe { sys::qv_knn_graph_params_init(&mut raw) };
+        unsafe { sys::qv_knn_graph_params_init_sized(&mut raw, std::mem::size_of_val(&raw)) };
         KnnGraphParams { raw }
     }
 }

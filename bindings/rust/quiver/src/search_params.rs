@@ -84,7 +84,9 @@ impl Default for SearchParams<'_> {
         let mut raw: sys::qv_search_params_t = unsafe { std::mem::zeroed() };
         // SAFETY: a valid, writable struct. It fails only for NULL; the fallback sets the defaults
         // the header documents.
-        if unsafe { sys::qv_search_params_init(&mut raw) } != sys::QV_OK {
+        if unsafe { sys::qv_search_params_init_sized(&mut raw, std::mem::size_of_val(&raw)) }
+            != sys::QV_OK
+        {
             raw.struct_size = std::mem::size_of::<sys::qv_search_params_t>() as u32;
             raw.nprobe = sys::QV_NPROBE_DEFAULT;
         }

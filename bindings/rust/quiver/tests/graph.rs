@@ -58,7 +58,11 @@ fn graph32_finds_what_exact_search_finds() {
         .zip(want.iter())
         .map(|(g, w)| g.ids.iter().filter(|id| w.ids.contains(id)).count())
         .sum();
-    assert!(hits as f64 / 500.0 >= 0.95, "recall {}", hits as f64 / 500.0);
+    assert!(
+        hits as f64 / 500.0 >= 0.95,
+        "recall {}",
+        hits as f64 / 500.0
+    );
 }
 
 #[test]
@@ -75,13 +79,17 @@ fn graph_remove_add_and_reload() {
     let own = graph.search(&more, 1, &SearchParams::default()).unwrap();
     assert_eq!(own.ids(), &ids[..]);
 
-    let before = graph.search(&queries, 10, &SearchParams::default()).unwrap();
+    let before = graph
+        .search(&queries, 10, &SearchParams::default())
+        .unwrap();
     for id in before.ids() {
         assert!(*id > 2, "removed id {id} returned");
     }
     let bytes = graph.save_to_buffer().unwrap();
     let loaded = Index::load_from_buffer(&context(), &bytes).unwrap();
-    let after = loaded.search(&queries, 10, &SearchParams::default()).unwrap();
+    let after = loaded
+        .search(&queries, 10, &SearchParams::default())
+        .unwrap();
     assert_eq!(before.ids(), after.ids());
     let mut damaged = bytes.clone();
     let at = damaged.len() / 2;
