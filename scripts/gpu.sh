@@ -127,6 +127,11 @@ sanitize_suite() {
     findings=$(cat "$OUT/$tool"-shard*.log | grep -oE '(RACECHECK SUMMARY: [0-9]+ hazard|ERROR SUMMARY: [0-9]+ error)' |
       grep -oE '[0-9]+' | awk '{s += $1} END {print s + 0}')
     cat "$OUT/$tool"-shard*.log | grep -E '^\[  FAILED  \]|SUMMARY' | sort | uniq -c
+    # Where the findings are (kernel and source line), and the tests they came from, most frequent
+    # first: enough to start on without the logs.
+    cat "$OUT/$tool"-shard*.log | grep -oE '^========= .* at .* in [^ ]+:[0-9]+' |
+      sed -E 's/^========= +//; s/\+0x[0-9a-f]+//' | sort | uniq -c | sort -rn | head -6
+    cat "$OUT/$tool"-shard*.log | grep -oE 'Host Frame: .*_Test::TestBody' | sort | uniq -c | sort -rn | head -6
     echo "$tool: $tests tests passed in $shards shards, $findings hazards / errors reported"
     [[ "$findings" -eq 0 ]] || rc=1
   done

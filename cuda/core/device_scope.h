@@ -32,8 +32,11 @@ class DeviceScope {
 class DeviceScopeNoThrow {
  public:
   explicit DeviceScopeNoThrow(int device) noexcept {
-    switched_ = cudaGetDevice(&previous_) == cudaSuccess && previous_ != device &&
-                cudaSetDevice(device) == cudaSuccess;
+    if (cudaGetDevice(&previous_) != cudaSuccess || previous_ == device) return;
+    switched_ = cudaSetDevice(device) == cudaSuccess;
+    // A refused device (the destructor of a pool whose Resources rejected it) must not stay the
+    // runtime's last error: the next launch check on this thread would report it as its own.
+    if (!switched_) cudaGetLastError();
   }
   ~DeviceScopeNoThrow() {
     if (switched_) cudaSetDevice(previous_);

@@ -618,8 +618,9 @@ void Pass::allocate_search() {
     const int64_t tile_entries = plan.query_rows * round_up(plan.columns, tile_align) / (key16 ? 2 : 1);
     tiles[0] = PoolBuffer<float>(pool, tile_entries);
     tiles[1] = PoolBuffer<float>(pool, tile_entries);
-    // initcheck does not see cuBLAS's writes to 16-bit tiles: zeroed once, on s0 (stream 1 waits for it).
-    if (key16)
+    // initcheck does not see the writes of cuBLAS's tensor-core GEMMs (16-bit tiles, or float tiles
+    // of a 16-bit GEMM): zeroed once, on s0 (stream 1 waits for it).
+    if (mode != ComputeMode::fp32)
       for (PoolBuffer<float>& tile : tiles)
         QV_CUDA_CHECK(cudaMemsetAsync(tile.get(), 0, size_t(tile_entries) * sizeof(float), s0));
   }

@@ -133,7 +133,10 @@ TEST(GpuMergeKnn, BadArgumentsAreRefused) {
   gpu::Resources& r = shared_resources();
   gpu::ResultBufferPtr small = gpu::make_result_buffer(r, 10);
   std::vector<float> d(20);
-  std::vector<int64_t> ids(20);
+  std::vector<int64_t> ids(20, -1);
+  // The one accepted call merges the buffer: rows of missing entries, never uninitialised memory.
+  gpu::copy_memory(r, gpu::result_distances(*small), d.data(), 10 * sizeof(float));
+  gpu::copy_memory(r, gpu::result_ids(*small), ids.data(), 10 * sizeof(int64_t));
   auto status_of = [&](const std::vector<const gpu::ResultBuffer*>& parts, int64_t nq, int64_t k) {
     try {
       gpu::merge_knn(r, Metric::l2, nq, k, parts, d.data(), ids.data());

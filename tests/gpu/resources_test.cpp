@@ -61,6 +61,8 @@ TEST(GpuResources, RejectsAMissingDevice) {
   gpu::ResourcesOptions options = testing::test_resources_options();
   options.device = gpu::device_count();
   EXPECT_EQ(status_of([&] { gpu::make_resources(options); }), Status::invalid_argument);
+  // Nothing of the refusal stays behind for a later launch check on this thread to report.
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   options.device = 0;
   options.tile_bytes = 100;
   EXPECT_EQ(status_of([&] { gpu::make_resources(options); }), Status::invalid_argument);
