@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cpp/graph/graph_build.h"
 #include "cpp/graph/knn_graph.h"
 
 namespace quiver {
@@ -9,7 +10,6 @@ namespace quiver {
 EntryLayer build_entry_layer(Context& context, Metric metric, const float* vectors, int64_t n, int64_t dim,
                              const int32_t* entries, int64_t n_entries) {
   const int64_t size = kEntryLayerRows;
-  const int32_t degree = kEntryLayerDegree;
   EntryLayer layer;
   if (n < 4 * size) return layer;
   std::vector<uint8_t> taken(static_cast<size_t>(n), 0);
@@ -26,24 +26,19 @@ EntryLayer build_entry_layer(Context& context, Metric metric, const float* vecto
   layer.vectors.resize(static_cast<size_t>(s * dim));
   for (int64_t i = 0; i < s; ++i)
     std::copy_n(vectors + int64_t(layer.rows[i]) * dim, dim, layer.vectors.data() + i * dim);
-  // Exact neighbours within the sample, and a few links to rows spread over it, which join clusters
-  // a k-NN graph would leave apart.
-  const int32_t near = degree - kEntryLayerFarLinks;
+  // Linked as the whole graph's first step is, from the sample's exact neighbours: pruning keeps the
+  // links that lead in different directions, among them the links between clusters that a k-NN
+  // graph of the sample lacks.
   KnnGraphOptions options;
-  options.k = near;
+  options.k = std::min<int64_t>(kEntryLayerCandidates, s - 1);
   options.method = KnnGraphMethod::exact;
-  std::vector<int32_t> nearest(static_cast<size_t>(s * near));
-  knn_graph(context, metric, dim, s, layer.vectors.data(), options, nearest.data(), nullptr);
-  layer.graph = FixedDegreeGraph(s, degree);
-  for (int64_t i = 0; i < s; ++i) {
-    int32_t* links = layer.graph.row(i);
-    std::copy_n(nearest.data() + i * near, near, links);
-    for (int32_t d = near; d < degree; ++d) {
-      int32_t far = static_cast<int32_t>((i + (d - near + 1) * s / (kEntryLayerFarLinks + 1) + i * 7919) % s);
-      while (far == i || std::find(links, links + d, far) != links + d) far = static_cast<int32_t>((far + 1) % s);
-      links[d] = far;
-    }
-  }
+  std::vector<int32_t> nearest(static_cast<size_t>(s * options.k));
+  std::vector<float> keys(static_cast<size_t>(s * options.k));
+  knn_graph(context, metric, dim, s, layer.vectors.data(), options, nearest.data(), keys.data());
+  PruneParams params;
+  params.degree = kEntryLayerDegree;
+  layer.graph = prune_knn_graph(context.pool(), metric, layer.vectors.data(), s, dim, nearest.data(), keys.data(),
+                                options.k, params);
   return layer;
 }
 

@@ -87,6 +87,18 @@ std::vector<int32_t> spread_entries(ThreadPool& pool, const float* vectors, int6
   return entries;
 }
 
+FixedDegreeGraph prune_knn_graph(ThreadPool& pool, Metric metric, const float* vectors, int64_t n, int64_t dim,
+                                 const int32_t* knn, float* keys, int64_t k, const PruneParams& params) {
+  // Distances in the metric's units -> prune keys (smaller is closer).
+  for (int64_t i = 0; i < n * k; ++i)
+    keys[i] = metric == Metric::l2 ? keys[i] : prune_key_of_search_key(metric, -keys[i]);
+  const PruneSpace space = prune_space(metric, vectors, dim);
+  const CandidateFn from_knn = [&](int64_t p, std::vector<Neighbour>& list, BeamScratch&) {
+    for (int64_t j = 0; j < k; ++j) list.push_back({keys[p * k + j], knn[p * k + j]});
+  };
+  return merge_reverse_edges(pool, space, choose_rows(pool, space, n, from_knn, params), knn, keys, k, params);
+}
+
 BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, int64_t n, int64_t dim,
                        const GraphBuildParams& params) {
   require(n >= 0 && n <= INT32_MAX, "graph build: n = ", n, " is above the graph's 32-bit rows");
@@ -115,18 +127,12 @@ BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, in
   std::vector<int32_t> knn(static_cast<size_t>(n * options.k));
   std::vector<float> keys(static_cast<size_t>(n * options.k));
   knn_graph(context, build_metric, build_dim, n, build_vectors, options, knn.data(), keys.data());
-  // Distances in the metric's units -> prune keys (smaller is closer).
-  for (float& d : keys)
-    d = build_metric == Metric::l2 ? d : prune_key_of_search_key(build_metric, -d);
 
   const PruneSpace space = prune_space(build_metric, build_vectors, build_dim);
   const int64_t k = options.k;
   // 1. Rows pruned from the k-NN lists, with reverse edges: a local, well-connected graph.
-  const CandidateFn from_knn = [&](int64_t p, std::vector<Neighbour>& list, BeamScratch&) {
-    for (int64_t j = 0; j < k; ++j) list.push_back({keys[p * k + j], knn[p * k + j]});
-  };
-  built.graph = merge_reverse_edges(context.pool(), space, choose_rows(context.pool(), space, n, from_knn, params.prune),
-                                    knn.data(), keys.data(), k, params.prune);
+  built.graph = prune_knn_graph(context.pool(), build_metric, build_vectors, n, build_dim, knn.data(), keys.data(), k,
+                                params.prune);
   // 2. As NSG: each row pruned again from what a search for its point on graph 1 computes on the
   // way from the entry, plus its k-NN list. The path gives the far candidates a k-NN list lacks, and
   // pruning keeps those that lead elsewhere: the long edges that let a search cross between

@@ -103,14 +103,24 @@ TEST(CapiParamsInit, SizedInitWritesEachOlderVersionUpToItsSize) {
   }
 }
 
-TEST(CapiParamsInit, SizedInitZeroesANewerHeadersFields) {
+// A small flat index to search with initialised params.
+class CapiParamsInitSearch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ctx_ = MakeCpuContext();
+    idx_ = MakeIndex(ctx_.get(), dim_, QV_METRIC_L2);
+    x_ = RandomVectors(n_, dim_, 3);
+    QV_ASSERT_OK(qv_index_add(idx_.get(), n_, x_.data(), nullptr));
+  }
+  const int64_t n_ = 50, dim_ = 7;
+  Context ctx_;
+  Index idx_;
+  std::vector<float> x_;
+};
+
+TEST_F(CapiParamsInitSearch, SizedInitZeroesANewerHeadersFields) {
   // A program built against a newer header whose struct is 16 bytes longer: those bytes are zeroed
   // (their default), and the search accepts the struct until one of them is set.
-  Context ctx = MakeCpuContext();
-  const int64_t n = 50, dim = 7;
-  const auto x = RandomVectors(n, dim, 3);
-  Index idx = MakeIndex(ctx.get(), dim, QV_METRIC_L2);
-  QV_ASSERT_OK(qv_index_add(idx.get(), n, x.data(), nullptr));
   Padded<qv_search_params_t> p;
   const size_t newer = sizeof(qv_search_params_t) + 16;
   QV_ASSERT_OK(qv_search_params_init_sized(&p.value, newer));
@@ -119,10 +129,10 @@ TEST(CapiParamsInit, SizedInitZeroesANewerHeadersFields) {
   EXPECT_EQ(p.first_written(newer), sizeof p);
   std::vector<float> d(5);
   std::vector<int64_t> ids(5);
-  QV_ASSERT_OK(qv_index_search(idx.get(), 1, x.data(), 5, &p.value, d.data(), ids.data()));
+  QV_ASSERT_OK(qv_index_search(idx_.get(), 1, x_.data(), 5, &p.value, d.data(), ids.data()));
   EXPECT_EQ(ids[0], 0);
   p.tail[3] = 1;
-  EXPECT_TRUE(FailsNaming(qv_index_search(idx.get(), 1, x.data(), 5, &p.value, d.data(), ids.data()),
+  EXPECT_TRUE(FailsNaming(qv_index_search(idx_.get(), 1, x_.data(), 5, &p.value, d.data(), ids.data()),
                           QV_ERR_UNSUPPORTED, "struct_size"));
 }
 
@@ -145,19 +155,14 @@ TEST(CapiParamsInit, SizedInitRefusesSizesOfNoVersion) {
   EXPECT_TRUE(FailsNaming(qv_search_params_init_sized(nullptr, sizeof p), QV_ERR_INVALID_ARGUMENT, "params"));
 }
 
-TEST(CapiParamsInit, TheUnsizedSearchParamsSearchWithTheirDefaults) {
+TEST_F(CapiParamsInitSearch, TheUnsizedSearchParamsSearchWithTheirDefaults) {
   // An older program's 48-byte params: the graph fields it never had keep their defaults.
-  Context ctx = MakeCpuContext();
-  const int64_t n = 60, dim = 5;
-  const auto x = RandomVectors(n, dim, 4);
-  Index idx = MakeIndex(ctx.get(), dim, QV_METRIC_L2);
-  QV_ASSERT_OK(qv_index_add(idx.get(), n, x.data(), nullptr));
   Padded<qv_search_params_t> p;
   QV_ASSERT_OK((qv_search_params_init)(&p.value));
   std::vector<float> d(4), d_default(4);
   std::vector<int64_t> ids(4), ids_default(4);
-  QV_ASSERT_OK(qv_index_search(idx.get(), 1, x.data() + dim, 4, &p.value, d.data(), ids.data()));
-  QV_ASSERT_OK(qv_index_search(idx.get(), 1, x.data() + dim, 4, nullptr, d_default.data(), ids_default.data()));
+  QV_ASSERT_OK(qv_index_search(idx_.get(), 1, x_.data() + dim_, 4, &p.value, d.data(), ids.data()));
+  QV_ASSERT_OK(qv_index_search(idx_.get(), 1, x_.data() + dim_, 4, nullptr, d_default.data(), ids_default.data()));
   EXPECT_EQ(ids, ids_default);
   EXPECT_EQ(d, d_default);
 }
