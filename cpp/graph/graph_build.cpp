@@ -6,6 +6,7 @@
 
 #include "cpp/core/error.h"
 #include "cpp/graph/connectivity.h"
+#include "cpp/graph/entry_layer.h"
 #include "cpp/graph/reduced_space.h"
 
 namespace quiver {
@@ -133,10 +134,9 @@ BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, in
   // 1. Rows pruned from the k-NN lists, with reverse edges: a local, well-connected graph.
   built.graph = prune_knn_graph(context.pool(), build_metric, build_vectors, n, build_dim, knn.data(), keys.data(), k,
                                 params.prune);
-  // 2. As NSG: each row pruned again from what a search for its point on graph 1 computes on the
-  // way from the entry, plus its k-NN list. The path gives the far candidates a k-NN list lacks, and
-  // pruning keeps those that lead elsewhere: the long edges that let a search cross between
-  // clusters.
+  // 2. As NSG: each row pruned again from what a search for its point on graph 1 computes on its
+  // way, plus its k-NN list. The search gives candidates a k-NN list lacks, and pruning keeps those
+  // that lead elsewhere, among them the longer edges that let a search cross between clusters.
   if (params.refine_width > 0) {
     GraphView view;
     view.graph = &built.graph;
@@ -144,10 +144,25 @@ BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, in
     view.dim = build_dim;
     view.key = search_key(build_metric);
     const int64_t cap = params.refine_candidates;
+    // Each search starts near its point, from an entry layer over graph 1's space, as a query's walk
+    // does: it finds the point's true neighbours that a walk from the fixed entries, across the
+    // clusters in between, misses at this width. Synthetic 1M x 128, Graph32: recall@10 0.9592 ->
+    // 0.9659 at width 16 and 0.9946 -> 0.9957 at 48, build 203 -> 170 s. Small sets start from
+    // the entries.
+    const EntryLayer layer = build_entry_layer(context, build_metric, build_vectors, n, build_dim,
+                                               built.entries.data(), static_cast<int64_t>(built.entries.size()));
     const CandidateFn from_search = [&](int64_t p, std::vector<Neighbour>& list, BeamScratch& scratch) {
       thread_local std::vector<Neighbour> best;
-      beam_search(view, build_vectors + p * build_dim, built.entries.data(),
-                  static_cast<int64_t>(built.entries.size()), params.refine_width, 1, nullptr, scratch, best, &list);
+      thread_local std::vector<int32_t> starts;
+      const float* point = build_vectors + p * build_dim;
+      const int32_t* from = built.entries.data();
+      int64_t n_from = static_cast<int64_t>(built.entries.size());
+      if (!layer.empty()) {
+        entry_rows(layer, build_dim, view.key, point, scratch, best, starts);
+        from = starts.data();
+        n_from = static_cast<int64_t>(starts.size());
+      }
+      beam_search(view, point, from, n_from, params.refine_width, 1, nullptr, scratch, best, &list);
       if (static_cast<int64_t>(list.size()) > cap) {
         std::nth_element(list.begin(), list.begin() + cap, list.end());
         list.resize(static_cast<size_t>(cap));

@@ -46,7 +46,7 @@ std::unique_ptr<Index> create_index(Context& context, const std::string& descrip
        "\" is not a known index kind (known: \"Flat\", \"IVF<nlist>,Flat\", \"IVF<nlist>,PQ<M>\", "
        "\"OPQ<M>,IVF<nlist>,PQ<M>\", with optional \",Refine\" and \",HostIds\" after IVF ones; "
        "\"Graph<R>\" or \"Graph<R>,K<k>\": a graph of out-degree R = 2 .. 1024 pruned from the "
-       "k-NN graph of k neighbours, default k = 2R; metric-space kinds \"LC<b>\" and \"SSS<alpha>\"; any of them over several devices as "
+       "k-NN graph of k neighbours, default k = R; metric-space kinds \"LC<b>\" and \"SSS<alpha>\"; any of them over several devices as "
        "\"Sharded<S>,<kind>\" or \"Replicated<R>,<kind>\")");
 }
 

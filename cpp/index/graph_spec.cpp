@@ -43,7 +43,7 @@ GraphSpec parse_graph_descriptor(const std::string& descriptor) {
     bad(descriptor, "R = " + std::to_string(degree) + " is outside " + std::to_string(kMinGraphDegree) +
                         " .. " + std::to_string(kMaxGraphDegree));
   spec.degree = static_cast<int32_t>(degree);
-  spec.knn_k = std::min<int64_t>(2 * degree, kMaxGraphKnnK);
+  spec.knn_k = std::min<int64_t>(degree, kMaxGraphKnnK);
   std::vector<std::string> options;
   for (size_t start = comma; start != std::string::npos;) {
     const size_t next = descriptor.find(',', start + 1);

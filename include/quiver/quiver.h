@@ -353,7 +353,7 @@ typedef struct qv_index qv_index_t;
  *                                   of wide vectors on the CPU), its id and id index entry (about 48
  *                                   bytes), 1 tombstone byte.
  *             "Graph<R>,K<k>"       the same, building from the k-NN graph of k neighbours
- *                                   (R/2 .. 2047; default 2R): larger k, better graph, slower build.
+ *                                   (R/2 .. 2047; default R): larger k, better graph, slower build.
  *             "Graph<R>[,K<k>],H<b>"  SONG's hashing mode, for vectors too large for the device: on a
  *                                   CUDA context the device holds the graph and b-bit codes of the
  *                                   vectors (b a multiple of 32 in 32 .. 1024; 1-bit random

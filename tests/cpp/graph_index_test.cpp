@@ -379,7 +379,7 @@ TEST_F(GraphIndexL2, BadInputLeavesTheIndexUnchanged) {
                         "Graph32,K64,K64", "Graph32,R4", "Graph032x", "Graph32,H0", "Graph32,H48",
                         "Graph32,H1056", "Graph32,H256,K64", "Graph32,H256,H256", "Graph32,H"})
     EXPECT_EQ(status_of([&] { create_index(context_, d, kDim, Metric::l2); }), Status::invalid_argument) << d;
-  EXPECT_EQ(parse_graph_descriptor("Graph32").knn_k, 64);
+  EXPECT_EQ(parse_graph_descriptor("Graph32").knn_k, 32);
   EXPECT_EQ(parse_graph_descriptor("Graph32,K40").knn_k, 40);
   EXPECT_EQ(parse_graph_descriptor("Graph32").hash_bits, 0);
   EXPECT_EQ(parse_graph_descriptor("Graph32,H256").hash_bits, 256);
