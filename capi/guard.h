@@ -33,13 +33,13 @@ inline void require_pointer(const void* p, const char* name) {
   require(p != nullptr, name, " is NULL");
 }
 
+// Larger than any parameter struct a future header could declare: a size beyond it is a mistake.
+constexpr size_t kMaxParamsStructSize = 1 << 16;
+
 // Copies a caller's versioned params struct. struct_size must be the size of some version of the
 // struct: the end of one of its fields (`field_ends`, in order) or sizeof(T). Fields beyond an older
 // caller's struct_size keep their defaults; a newer caller's extra fields are accepted only while
 // they are zero (their default), since this library cannot honour them.
-// Larger than any parameter struct a future header could declare: a size beyond it is a mistake.
-constexpr size_t kMaxParamsStructSize = 1 << 16;
-
 template <size_t N>
 void check_struct_size(uint32_t size, size_t current, const size_t (&field_ends)[N], const char* name) {
   bool known = size >= current;
