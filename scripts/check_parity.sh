@@ -5,8 +5,10 @@
 #   - called by the Go package (`C.qv_name` in bindings/go/**/*.go, tests excluded; a call
 #     `qv_name(` inside a file's cgo preamble, the comment right before `import "C"`, also counts,
 #     for the helpers that read a call's status and error message in one cgo call).
-# except the unsized qv_*_init entry points, which the header also defines as macros of their sized
-# twins (`#define qv_name(`): bindings call the sized function, which the check requires like any.
+# The unsized qv_*_init functions are also header macros of their sized twins (`#define qv_X_init(p)
+# qv_X_init_sized(...)`): Go, compiled against the header, calls qv_X_init through the macro, and
+# that call binds both; the Rust crate declares its own structs, so it calls qv_X_init_sized with
+# their size and need not call qv_X_init.
 # Prints the missing ones and exits 1, or prints a one-line summary and exits 0.
 #
 # Usage: scripts/check_parity.sh   (from anywhere; paths are relative to the repository root)
@@ -42,7 +44,10 @@ if [ "${#unsized_inits[@]}" -gt 0 ]; then
   printf '  %s\n' "${unsized_inits[@]}" >&2
   exit 1
 fi
-mapfile -t functions < <(comm -23 <(printf '%s\n' "${functions[@]}") <(printf '%s\n' "${macro_shadowed[@]+"${macro_shadowed[@]}"}"))
+# "qv_A qv_B" for each `#define qv_A(...) qv_B(`: a Go call of qv_A is a call of qv_B.
+mapfile -t macro_calls < <(cat include/quiver/*.h |
+                           sed -nE 's/^#define[[:space:]]+(qv_[A-Za-z0-9_]+)\([^)]*\)[[:space:]]+(qv_[A-Za-z0-9_]+)\(.*/\1 \2/p')
+is_macro_shadowed() { printf '%s\n' "${macro_shadowed[@]+"${macro_shadowed[@]}"}" | grep -qx "$1"; }
 
 # Everything each binding mentions, read once.
 rust_sys_src=$(cat bindings/rust/quiver-sys/src/*.rs 2>/dev/null || true)
@@ -72,12 +77,17 @@ has() { grep -qE "$2" <<<"$1"; }
 missing_sys=()
 missing_rust=()
 missing_go=()
+go_calls() { has "$go_src" "\bC\.$1\b" || has "$go_preambles" "\b$1[[:space:]]*\("; }
 for f in "${functions[@]}"; do
   has "$rust_sys_src" "\bfn ${f}[[:space:]]*\(" || missing_sys+=("$f")
-  has "$rust_src" "\bsys::${f}\b" || missing_rust+=("$f")
-  if ! has "$go_src" "\bC\.${f}\b" && ! has "$go_preambles" "\b${f}[[:space:]]*\("; then
-    missing_go+=("$f")
-  fi
+  is_macro_shadowed "$f" || has "$rust_src" "\bsys::${f}\b" || missing_rust+=("$f")
+  called=0
+  go_calls "$f" && called=1
+  for pair in "${macro_calls[@]+"${macro_calls[@]}"}"; do
+    read -r macro target <<<"$pair"
+    [[ "$target" == "$f" ]] && go_calls "$macro" && called=1
+  done
+  [[ $called -eq 1 ]] || missing_go+=("$f")
 done
 
 status=0

@@ -7,7 +7,6 @@ import (
 	"math"
 	"runtime"
 	"sync"
-	"unsafe"
 )
 
 // MaxDevices is the most CUDA devices one context holds (QV_MAX_DEVICES): the longest
@@ -48,8 +47,8 @@ type Context struct {
 // NewContext creates a context; opts nil means the defaults.
 func NewContext(opts *ContextOptions) (*Context, error) {
 	var o C.qv_context_options_t
-	if st := C.qv_context_options_init_sized(&o, C.size_t(unsafe.Sizeof(o))); st != C.QV_OK {
-		return nil, &Error{Status: Status(st), Message: "qv_context_options_init_sized failed"}
+	if st := C.qv_context_options_init(&o); st != C.QV_OK {
+		return nil, &Error{Status: Status(st), Message: "qv_context_options_init failed"}
 	}
 	if opts != nil {
 		if opts.DeviceID < math.MinInt32 || opts.DeviceID > math.MaxInt32 {

@@ -127,7 +127,7 @@ type DistOptions struct {
 // waiting for it.
 func (o *DistOptions) c() C.qv_dist_options_t {
 	var opts C.qv_dist_options_t
-	if C.qv_dist_options_init_sized(&opts, C.size_t(unsafe.Sizeof(opts))) != C.QV_OK {
+	if C.qv_dist_options_init(&opts) != C.QV_OK {
 		opts.struct_size = C.uint32_t(unsafe.Sizeof(opts))
 		opts.root = 0
 		opts.timeout_ms = 60000

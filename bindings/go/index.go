@@ -67,7 +67,7 @@ func openIndex(ctx *Context, create func(*C.qv_context_t, **C.qv_index_t) C.qv_g
 		return nil, err
 	}
 	var info C.qv_index_info_t
-	C.qv_index_info_init_sized(&info, C.size_t(unsafe.Sizeof(info)))
+	C.qv_index_info_init(&info)
 	if err := statusError(C.qv_go_index_info(call(C.qv_index_info), h, &info)); err != nil {
 		C.qv_index_free(h)
 		return nil, err
@@ -180,7 +180,7 @@ func (ix *Index) Info() (IndexInfo, error) {
 	}
 	defer ix.mu.RUnlock()
 	var info C.qv_index_info_t
-	C.qv_index_info_init_sized(&info, C.size_t(unsafe.Sizeof(info)))
+	C.qv_index_info_init(&info)
 	err = statusError(C.qv_go_index_info(call(C.qv_index_info), h, &info))
 	runtime.KeepAlive(ix)
 	if err != nil {

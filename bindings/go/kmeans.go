@@ -6,7 +6,6 @@ import "C"
 import (
 	"math"
 	"runtime"
-	"unsafe"
 )
 
 // KmeansParams tunes Kmeans. Start from DefaultKmeansParams: the zero value means zero iterations.
@@ -19,7 +18,7 @@ type KmeansParams struct {
 // DefaultKmeansParams returns the library's defaults (qv_kmeans_params_init).
 func DefaultKmeansParams() KmeansParams {
 	var p C.qv_kmeans_params_t
-	C.qv_kmeans_params_init_sized(&p, C.size_t(unsafe.Sizeof(p)))
+	C.qv_kmeans_params_init(&p)
 	return KmeansParams{
 		Iterations:           int(p.iterations),
 		Seed:                 uint64(p.seed),
@@ -46,8 +45,8 @@ func Kmeans(ctx *Context, dim int, x []float32, k int, p *KmeansParams) (*Kmeans
 		return nil, invalidArgument("k is %d, must be in 1 .. %d (the number of vectors)", k, n)
 	}
 	var cp C.qv_kmeans_params_t
-	if st := C.qv_kmeans_params_init_sized(&cp, C.size_t(unsafe.Sizeof(cp))); st != C.QV_OK {
-		return nil, &Error{Status: Status(st), Message: "qv_kmeans_params_init_sized failed"}
+	if st := C.qv_kmeans_params_init(&cp); st != C.QV_OK {
+		return nil, &Error{Status: Status(st), Message: "qv_kmeans_params_init failed"}
 	}
 	if p != nil {
 		iters, err := uint32Arg("Iterations", p.Iterations)

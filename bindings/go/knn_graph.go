@@ -33,7 +33,6 @@ import (
 	"math"
 	"runtime"
 	"runtime/cgo"
-	"unsafe"
 )
 
 // KnnGraphMethod says how KnnGraph finds the neighbours.
@@ -65,7 +64,7 @@ type KnnGraphParams struct {
 // DefaultKnnGraphParams returns the library's defaults (qv_knn_graph_params_init).
 func DefaultKnnGraphParams() KnnGraphParams {
 	var p C.qv_knn_graph_params_t
-	C.qv_knn_graph_params_init_sized(&p, C.size_t(unsafe.Sizeof(p)))
+	C.qv_knn_graph_params_init(&p)
 	return KnnGraphParams{
 		Method:       KnnGraphMethod(p.method),
 		TargetRecall: float64(p.target_recall),
@@ -107,8 +106,8 @@ func KnnGraph(ctx *Context, metric Metric, dim int, x []float32, k int, p *KnnGr
 		return nil, invalidArgument("k is %d, must be in 1 .. %d (below the %d vectors)", k, upper, n)
 	}
 	var cp C.qv_knn_graph_params_t
-	if st := C.qv_knn_graph_params_init_sized(&cp, C.size_t(unsafe.Sizeof(cp))); st != C.QV_OK {
-		return nil, &Error{Status: Status(st), Message: "qv_knn_graph_params_init_sized failed"}
+	if st := C.qv_knn_graph_params_init(&cp); st != C.QV_OK {
+		return nil, &Error{Status: Status(st), Message: "qv_knn_graph_params_init failed"}
 	}
 	var handle cgo.Handle
 	var state *progressState

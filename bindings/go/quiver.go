@@ -30,6 +30,9 @@ package quiver
 */
 import "C"
 
+// The C.qv_*_init calls go through quiver.h's macros, which pass the size of the struct cgo compiles
+// from the same header to qv_*_init_sized: the library writes exactly that struct.
+
 import (
 	"fmt"
 	"math"

@@ -226,8 +226,8 @@ func (p *SearchParams) c() (cParams, error) {
 		return cParams{}, nil
 	}
 	params := new(C.qv_search_params_t)
-	if st := C.qv_search_params_init_sized(params, C.size_t(unsafe.Sizeof(*params))); st != C.QV_OK {
-		return cParams{}, &Error{Status: Status(st), Message: "qv_search_params_init_sized failed"}
+	if st := C.qv_search_params_init(params); st != C.QV_OK {
+		return cParams{}, &Error{Status: Status(st), Message: "qv_search_params_init failed"}
 	}
 	// NProbe 0, the zero value, is the index's default; C spells that QV_NPROBE_DEFAULT.
 	nprobe := C.uint32_t(C.QV_NPROBE_DEFAULT)
