@@ -54,6 +54,15 @@ void entry_rows(const EntryLayer& layer, int64_t dim, KeyFn key, const float* qu
   out.clear();
   for (const Neighbour& c : found) out.push_back(layer.rows[c.row]);
 }
+
+WalkStarts walk_starts(const EntryLayer* layer, const int32_t* entries, int64_t n_entries, int64_t dim, KeyFn key,
+                       const float* query, BeamScratch& scratch, std::vector<Neighbour>& found,
+                       std::vector<int32_t>& buffer) {
+  if (layer == nullptr) return {entries, n_entries};
+  entry_rows(*layer, dim, key, query, scratch, found, buffer);
+  return {buffer.data(), static_cast<int64_t>(buffer.size())};
+}
+
 int64_t entry_layer_bytes(const EntryLayer& layer) {
   return static_cast<int64_t>(layer.rows.capacity() * sizeof(int32_t) + layer.vectors.capacity() * sizeof(float) +
                               layer.graph.adjacency.capacity() * sizeof(int32_t) +

@@ -1,5 +1,5 @@
 // A one-level entry layer for the CPU walk of a large graph (HNSW's upper layers, reduced to one): a
-// small k-NN graph over a sample of the rows, searched first, so that the walk over the whole graph
+// small pruned graph over a sample of the rows, searched first, so that the walk over the whole graph
 // starts near the query instead of at the index's fixed entry points, which are spread over the data
 // and cost the walk expansions far from the query before it narrows down.
 #pragma once
@@ -48,6 +48,17 @@ EntryLayer build_entry_layer(Context& context, Metric metric, const float* vecto
 // search of the layer with a pool of kEntryLayerWidth (scratch and found: the caller's, reused).
 void entry_rows(const EntryLayer& layer, int64_t dim, KeyFn key, const float* query, BeamScratch& scratch,
                 std::vector<Neighbour>& found, std::vector<int32_t>& out);
+
+// The rows a walk for `query` starts from: the layer's (entry_rows, written to `buffer`) when `layer`
+// is not null, else the n_entries `entries`. A layer's search uses `scratch` and `found` first, so
+// the walk after it must start a new search in them (beam_search does).
+struct WalkStarts {
+  const int32_t* rows;
+  int64_t count;
+};
+WalkStarts walk_starts(const EntryLayer* layer, const int32_t* entries, int64_t n_entries, int64_t dim, KeyFn key,
+                       const float* query, BeamScratch& scratch, std::vector<Neighbour>& found,
+                       std::vector<int32_t>& buffer);
 
 // Host bytes the layer holds.
 int64_t entry_layer_bytes(const EntryLayer& layer);

@@ -6,7 +6,6 @@
 
 #include "cpp/core/error.h"
 #include "cpp/graph/connectivity.h"
-#include "cpp/graph/entry_layer.h"
 #include "cpp/graph/reduced_space.h"
 
 namespace quiver {
@@ -149,20 +148,16 @@ BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, in
     // clusters in between, misses at this width. Synthetic 1M x 128, Graph32: recall@10 0.9592 ->
     // 0.9659 at width 16 and 0.9946 -> 0.9957 at 48, build 203 -> 170 s. Small sets start from
     // the entries.
-    const EntryLayer layer = build_entry_layer(context, build_metric, build_vectors, n, build_dim,
-                                               built.entries.data(), static_cast<int64_t>(built.entries.size()));
+    EntryLayer layer = build_entry_layer(context, build_metric, build_vectors, n, build_dim, built.entries.data(),
+                                         static_cast<int64_t>(built.entries.size()));
     const CandidateFn from_search = [&](int64_t p, std::vector<Neighbour>& list, BeamScratch& scratch) {
       thread_local std::vector<Neighbour> best;
       thread_local std::vector<int32_t> starts;
       const float* point = build_vectors + p * build_dim;
-      const int32_t* from = built.entries.data();
-      int64_t n_from = static_cast<int64_t>(built.entries.size());
-      if (!layer.empty()) {
-        entry_rows(layer, build_dim, view.key, point, scratch, best, starts);
-        from = starts.data();
-        n_from = static_cast<int64_t>(starts.size());
-      }
-      beam_search(view, point, from, n_from, params.refine_width, 1, nullptr, scratch, best, &list);
+      const WalkStarts from = walk_starts(layer.empty() ? nullptr : &layer, built.entries.data(),
+                                          static_cast<int64_t>(built.entries.size()), build_dim, view.key, point,
+                                          scratch, best, starts);
+      beam_search(view, point, from.rows, from.count, params.refine_width, 1, nullptr, scratch, best, &list);
       if (static_cast<int64_t>(list.size()) > cap) {
         std::nth_element(list.begin(), list.begin() + cap, list.end());
         list.resize(static_cast<size_t>(cap));
@@ -173,6 +168,8 @@ BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, in
     built.graph = merge_reverse_edges(context.pool(), space,
                                       choose_rows(context.pool(), space, n, from_search, params.prune), knn.data(),
                                       keys.data(), k, params.prune);
+    // Over the full vectors, the layer is the one the index's walks start from.
+    if (!narrow) built.layer = std::move(layer);
   }
   GraphView view;
   view.graph = &built.graph;

@@ -10,6 +10,7 @@
 
 #include "cpp/core/context.h"
 #include "cpp/core/metric.h"
+#include "cpp/graph/entry_layer.h"
 #include "cpp/graph/fixed_degree_graph.h"
 #include "cpp/graph/knn_graph.h"
 #include "cpp/graph/prune.h"
@@ -35,6 +36,9 @@ struct BuiltGraph {
   // Where searches start: the medoid first, then rows spread over the data (spread_entries); empty
   // only for an empty set.
   std::vector<int32_t> entries;
+  // The entry layer the refine's searches started from, when they ran over the full vectors (empty
+  // otherwise, and for sets below the layer's size).
+  EntryLayer layer;
 };
 
 // The prune key of a pair from its search key (graph_distance.h): cosine search keys are minus the

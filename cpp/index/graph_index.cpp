@@ -119,7 +119,9 @@ void GraphIndex::rebuild(int64_t n, const float* x, const int64_t* new_ids) {
   std::vector<uint8_t> removed(static_cast<size_t>(total), 0);
   ReducedSpace walk = cpu_walks_projection() ? make_walk_space(context().pool(), vectors.data(), total, dim(), metric())
                                              : ReducedSpace{};
-  EntryLayer layer = make_layer(vectors.data(), total, built.entries);
+  // The build's layer is over these vectors: the walks start from it rather than from a second one.
+  EntryLayer layer = built.layer.empty() || cpu_walks_projection() ? make_layer(vectors.data(), total, built.entries)
+                                                                   : std::move(built.layer);
 
   vectors_.swap(vectors);
   std::swap(ids_, id_map);

@@ -117,12 +117,10 @@ void graph_knn_search(ThreadPool& pool, const GraphData& data, ScratchPool& scra
         if (projected)
           projected_search(data, walk_view, rows, query, &projections[(q - first) * walk_view.dim], width, k, *s,
                            seen, found);
-        else if (data.layer != nullptr) {
-          // The layer's walk uses the task's scratch first (the main walk starts a new visited set).
-          entry_rows(*data.layer, data.dim, view.key, query, *s, found, starts);
-          beam_search(view, query, starts.data(), static_cast<int64_t>(starts.size()), width, k, &rows, *s, found);
-        } else {
-          beam_search(view, query, data.entries, data.n_entries, width, k, &rows, *s, found);
+        else {
+          const WalkStarts from =
+              walk_starts(data.layer, data.entries, data.n_entries, data.dim, view.key, query, *s, found, starts);
+          beam_search(view, query, from.rows, from.count, width, k, &rows, *s, found);
         }
         if (static_cast<int64_t>(found.size()) < k) scan_rows(data, view.key, rows, query, k, found);
         n_found = static_cast<int64_t>(found.size());
