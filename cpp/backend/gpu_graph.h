@@ -52,6 +52,26 @@ void graph_upload(Resources& resources, GraphDevice& graph, int64_t n, const flo
 void graph_upload_codes(Resources& resources, GraphDevice& graph, int64_t n, const uint32_t* codes, int64_t degree,
                         const int32_t* adjacency, const int32_t* entries, int64_t entry_count);
 
+// The entry layer (graph/entry_layer.h): a small graph over `rows` sampled rows of the uploaded
+// graph (their vectors, rows x the graph's dim; adjacency over sample indices; graph_rows: each
+// sample's row in the whole graph; entries: sample indices), walked first with a queue of `width`
+// for each query's `starts` best rows, from which the walk over the whole graph starts instead of
+// the graph's entry points: it begins near the query rather than spread over the data. Replaces the
+// layer of an earlier call; graph_upload drops it (a graph's rows change), rows == 0 uploads none.
+// All or nothing, as graph_upload. Not for a hashed graph.
+struct GraphLayer {
+  int64_t rows = 0;
+  const float* vectors = nullptr;
+  int64_t degree = 0;
+  const int32_t* adjacency = nullptr;
+  const int32_t* graph_rows = nullptr;
+  const int32_t* entries = nullptr;
+  int64_t entry_count = 0;
+  int64_t width = 0;   // k .. kMaxSearchWidth
+  int64_t starts = 0;  // 1 .. width
+};
+void graph_upload_layer(Resources& resources, GraphDevice& graph, const GraphLayer& layer);
+
 int64_t graph_rows(const GraphDevice& graph);
 int64_t graph_device_bytes(const GraphDevice& graph);
 // The uploaded vectors on the device (rows x dim floats, row-major), for searches of other kinds

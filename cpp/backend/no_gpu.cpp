@@ -119,6 +119,8 @@ void graph_upload_codes(Resources&, GraphDevice&, int64_t, const uint32_t*, int6
   no_cuda("GPU graph search");
 }
 
+void graph_upload_layer(Resources&, GraphDevice&, const GraphLayer&) { no_cuda("GPU graph search"); }
+
 int64_t graph_rows(const GraphDevice&) { return 0; }
 
 const float* graph_vectors(const GraphDevice&) { return nullptr; }

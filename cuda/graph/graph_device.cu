@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "cpp/backend/gpu_graph.h"
 #include "cpp/core/error.h"
@@ -110,6 +111,7 @@ void upload(Resources& resources, GraphDevice& graph, int64_t n, const Data* x, 
   graph.ids = std::move(row_ids);
   graph.entries = std::move(entry_rows);
   graph.half_vectors.reset();
+  graph.layer.reset();
   graph.rows = n;
   graph.degree = degree;
 }
@@ -126,13 +128,39 @@ void graph_upload_codes(Resources& resources, GraphDevice& graph, int64_t n, con
   upload(resources, graph, n, codes, degree, adjacency, nullptr, entries, entry_count);
 }
 
+void graph_upload_layer(Resources& resources, GraphDevice& graph, const GraphLayer& layer) {
+  require(graph.codes.size() == 0, "a hashed graph takes no entry layer");
+  if (layer.rows == 0) {
+    graph.layer.reset();
+    return;
+  }
+  require(layer.rows <= graph.rows, "the layer's ", layer.rows, " rows are more than the graph's ", graph.rows);
+  require(layer.graph_rows != nullptr, "graph_rows must not be null");
+  require(layer.width >= 1 && layer.width <= kMaxSearchWidth, "layer width = ", layer.width, " is outside 1 .. ",
+          kMaxSearchWidth);
+  require(layer.starts >= 1 && layer.starts <= layer.width, "layer starts = ", layer.starts, " is outside 1 .. ",
+          layer.width);
+  std::vector<int64_t> rows(static_cast<size_t>(layer.rows));
+  for (int64_t i = 0; i < layer.rows; ++i) {
+    require(layer.graph_rows[i] >= 0 && layer.graph_rows[i] < graph.rows, "graph_rows[", i, "] = ",
+            layer.graph_rows[i], " is not a row (n = ", graph.rows, ")");
+    rows[i] = layer.graph_rows[i];
+  }
+  auto uploaded = std::make_unique<GraphDevice>(graph.device, graph.dim, graph.metric);
+  upload(resources, *uploaded, layer.rows, layer.vectors, layer.degree, layer.adjacency, rows.data(), layer.entries,
+         layer.entry_count);
+  graph.layer = std::move(uploaded);
+  graph.layer_width = layer.width;
+  graph.layer_starts = layer.starts;
+}
+
 int64_t graph_rows(const GraphDevice& graph) { return graph.rows; }
 
 const float* graph_vectors(const GraphDevice& graph) { return graph.rows > 0 ? graph.vectors.get() : nullptr; }
 
 int64_t graph_device_bytes(const GraphDevice& graph) {
   return graph.vectors.bytes() + graph.codes.bytes() + graph.adjacency.bytes() + graph.ids.bytes() +
-         graph.entries.bytes() + graph.half_vectors.bytes();
+         graph.entries.bytes() + graph.half_vectors.bytes() + (graph.layer ? graph_device_bytes(*graph.layer) : 0);
 }
 
 }  // namespace quiver::gpu

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "cpp/core/metric.h"
 #include "cuda/ivf/device_buffer.h"
@@ -22,7 +23,12 @@ class GraphDevice {
   DeviceBuffer<uint32_t> codes;    // a hashed graph's rows x dim code words (else empty)
   DeviceBuffer<int32_t> adjacency; // rows x degree, -1 for unused slots
   DeviceBuffer<int64_t> ids;       // rows, or empty: ids are row numbers
-  DeviceBuffer<int32_t> entries;   // the rows every search starts from
+  DeviceBuffer<int32_t> entries;   // the rows every search starts from (without a layer)
+  // gpu_graph.h's entry layer: a graph over sampled rows whose ids are their rows in this graph, the
+  // width of its walk and the rows a query takes from it. Null: none.
+  std::unique_ptr<GraphDevice> layer;
+  int64_t layer_width = 0;
+  int64_t layer_starts = 0;
 
   // rows x dim 16-bit values (float16, or bfloat16 when half_is_bf16), made by the first search that
   // walks in half precision, inside its Session (which serialises the calls on one Resources, so two

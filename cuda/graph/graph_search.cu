@@ -86,6 +86,10 @@ struct SearchArgs {
   int probes;
   const int32_t* entries;
   int entry_count;
+  // The rows each query's walk starts from, nq x query_entry_count, found by the entry layer's walk
+  // (rows it did not find: -1); null: every walk starts from `entries`.
+  const int64_t* query_entries;
+  int query_entry_count;
   int visited;  // VisitedSet
   const uint8_t* filter;  // nullptr: every row may be returned
   int64_t filter_bits;
@@ -640,6 +644,14 @@ __device__ void rerank_queue(const SearchArgs& a, Warp<G>& w) {
   group_sync<G>();
 }
 
+// The i-th row the walk of query q starts from: its own (one the entry layer's walk did not find:
+// the first entry point, which the visited set then takes once), or the graph's entry points.
+__device__ __forceinline__ int32_t start_row(const SearchArgs& a, int64_t q, int i) {
+  if (a.query_entries == nullptr) return a.entries[i];
+  const int64_t row = a.query_entries[q * a.query_entry_count + i];
+  return row >= 0 ? int32_t(row) : a.entries[0];
+}
+
 // One query's whole search, by a crew of warps (w.crew, see Warp) or by one group of a warp's lanes:
 // `picked_row` and `count` are the crew's (the group's) shared scratch.
 template <int kTeam, typename T, int G>
@@ -662,11 +674,12 @@ __device__ void search_query(const SearchArgs& a, Warp<G>& w, int32_t* picked_ro
   }
   w.crew_sync();
 
-  // The entry points, in batches of the candidate arrays.
-  for (int e0 = 0; e0 < a.entry_count; e0 += L.candidates) {
-    const int n = min(L.candidates, a.entry_count - e0);
+  // The start rows, in batches of the candidate arrays.
+  const int starts = a.query_entries != nullptr ? a.query_entry_count : a.entry_count;
+  for (int e0 = 0; e0 < starts; e0 += L.candidates) {
+    const int n = min(L.candidates, starts - e0);
     if (leader)
-      for (int i = w.lane; i < n; i += G) w.cand_row[i] = a.entries[e0 + i];
+      for (int i = w.lane; i < n; i += G) w.cand_row[i] = start_row(a, q, e0 + i);
     w.crew_sync();
     walk_distances<kTeam, T>(a, w, n);
     w.crew_sync();
@@ -873,6 +886,100 @@ int crew_size(const GraphSearchOptions& options, int64_t nq, int team, int candi
   return std::clamp((candidates + per_warp - 1) / per_warp, 1, kMaxCrew);
 }
 
+// Dynamic shared memory a walk may use: the opt-in maximum less the kernel's own static shared
+// memory (picked rows).
+int64_t max_walk_shared(Resources& resources) { return resources.limits().max_shared_bytes - kStaticSharedReserve; }
+
+// A walk's per-query shared memory for `options` over `graph`, checked against the device.
+WarpLayout walk_layout(Resources& resources, const GraphDevice& graph, const GraphSearchOptions& options) {
+  WarpLayout layout;
+  layout.dim_padded = int((graph.dim + 3) / 4 * 4);
+  layout.width = int(options.search_width);
+  layout.candidates = int(std::max<int64_t>(options.probes * graph.degree, kWarp));
+  layout.table = next_power_of_two(2 * (layout.width + layout.candidates));
+  const int64_t query_bytes = int64_t(layout.words()) * 4;
+  const int64_t max_shared = max_walk_shared(resources);
+  require(query_bytes <= max_shared, "search_width = ", options.search_width, " needs ", query_bytes,
+          " bytes of shared memory per query, above the device's ", max_shared);
+  require(query_bytes * options.queries_per_warp <= max_shared, "queries_per_warp = ", options.queries_per_warp,
+          " at search_width = ", options.search_width, " needs ", query_bytes * options.queries_per_warp,
+          " bytes of shared memory per warp, above the device's ", max_shared);
+  return layout;
+}
+
+// What a walk over `graph` reads, for `a` (its queries, k, outputs and start rows set by the caller).
+void set_graph(SearchArgs& a, const GraphDevice& graph, const GraphSearchOptions& options, Resources& resources) {
+  a.layout = walk_layout(resources, graph, options);
+  a.vectors = graph.vectors.get();
+  a.vec_exact = graph.dim % 4 == 0;
+  a.adjacency = graph.adjacency.get();
+  a.row_ids = graph.ids.size() > 0 ? graph.ids.get() : nullptr;
+  a.dim = int(graph.dim);
+  a.degree = int(graph.degree);
+  a.inner_product = graph.metric == Metric::inner_product;
+  a.probes = int(options.probes);
+  a.visited = int(options.visited);
+  a.entries = graph.entries.get();
+  a.entry_count = int(graph.entries.size());
+}
+
+// Launches `walk` for a.nq queries (a: set_graph's, plus the queries and outputs on the device), on
+// the resources' stream 0, inside the caller's Session.
+void launch_walk(Resources& resources, const Walk& walk, const GraphSearchOptions& options, SearchArgs a) {
+  const int64_t max_shared = max_walk_shared(resources);
+  const int64_t query_bytes = int64_t(a.layout.words()) * 4;
+  const int crew = crew_size(options, a.nq, walk.team, a.layout.candidates, resources.limits().sm_count);
+  // warp[0], [1], [2]: 1, 2, 4 queries a warp.
+  const int queries_per_warp = int(options.queries_per_warp);
+  const KernelFn kernel = crew > 1 ? walk.kernels.crew : walk.kernels.warp[queries_per_warp / 2];
+  const int64_t warp_bytes = query_bytes * queries_per_warp;
+  // Persistent warps: as many a block as the shared memory allows; a crew: one query's memory.
+  const int warps = crew > 1 ? crew : int(std::clamp<int64_t>(max_shared / warp_bytes, 1, kMaxWarpsPerBlock));
+  const int64_t shared_bytes = crew > 1 ? query_bytes : warp_bytes * warps;
+  a.walk_vectors = walk.data;
+  a.vec_walk = walk.vec;
+  cudaStream_t stream = resources.stream(0);
+  PoolBuffer<unsigned long long> next_query(resources.pool(), 1);
+  QV_CUDA_CHECK(cudaMemsetAsync(next_query.get(), 0, sizeof(unsigned long long), stream));
+  a.next_query = next_query.get();
+  QV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared_bytes)));
+  int64_t blocks = a.nq;  // a crew: a block a query
+  if (crew == 1) {
+    // As many blocks as stay resident at once (persistent warps), fewer for small batches.
+    int per_sm = 0;
+    QV_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, warps * kWarp, size_t(shared_bytes)));
+    const int64_t per_block = int64_t(warps) * queries_per_warp;  // queries a block searches at once
+    blocks = std::min<int64_t>((a.nq + per_block - 1) / per_block,
+                               int64_t(std::max(per_sm, 1)) * resources.limits().sm_count);
+  }
+  kernel<<<unsigned(blocks), unsigned(warps * kWarp), size_t(shared_bytes), stream>>>(a);
+  QV_LAUNCH_CHECK("graph_search_kernel");
+}
+
+// The walk of the graph's entry layer for nq queries (q_dev, on the device): each query's
+// graph.layer_starts best layer rows, as rows of the graph, into `starts` (nq x layer_starts).
+void walk_layer(Resources& resources, const GraphDevice& graph, const GraphSearchOptions& options, int64_t nq,
+                const float* q_dev, PoolBuffer<float>& keys, PoolBuffer<int64_t>& starts) {
+  const GraphDevice& layer = *graph.layer;
+  GraphSearchOptions layer_options;  // no filter: the walk over the graph applies it
+  layer_options.search_width = graph.layer_width;
+  layer_options.visited = options.visited;
+  layer_options.warps_per_query = options.warps_per_query;
+  SearchArgs a{};
+  set_graph(a, layer, layer_options, resources);
+  keys = PoolBuffer<float>(resources.pool(), nq * graph.layer_starts);
+  starts = PoolBuffer<int64_t>(resources.pool(), nq * graph.layer_starts);
+  a.queries = q_dev;
+  a.nq = nq;
+  a.k = int(graph.layer_starts);
+  a.distances = keys.get();
+  a.ids = starts.get();
+  const int team = team_size(layer.dim);
+  launch_walk(resources, {kernels_for_team<float>(team), team, layer.vectors.get(), layer.dim % 4 == 0},
+              layer_options, a);
+}
+
 // queries: nq x graph.dim 4-byte words (floats or codes); distances may be null (not wanted).
 void run_search(Resources& resources, const GraphDevice& graph, int64_t nq, const void* queries, int64_t k,
                 const GraphSearchOptions& options, PickWalk pick, float* distances, int64_t* ids) {
@@ -898,35 +1005,13 @@ void run_search(Resources& resources, const GraphDevice& graph, int64_t nq, cons
   require(options.queries_per_warp == 1 || options.warps_per_query <= 1, "queries_per_warp = ",
           options.queries_per_warp, " with warps_per_query = ", options.warps_per_query,
           ": a warp searching several queries cannot also share one query with other warps");
+  SearchArgs a{};
+  set_graph(a, graph, options, resources);
   if (nq == 0) return;
   require(queries != nullptr && ids != nullptr, "queries and ids must not be null");
 
-  SearchArgs a{};
-  a.layout.dim_padded = int((graph.dim + 3) / 4 * 4);
-  a.layout.width = int(options.search_width);
-  a.layout.candidates = int(std::max<int64_t>(options.probes * graph.degree, kWarp));
-  a.layout.table = next_power_of_two(2 * (a.layout.width + a.layout.candidates));
-  const int64_t query_bytes = int64_t(a.layout.words()) * 4;
-  // The kernel's own static shared memory (picked rows) comes off the opt-in maximum.
-  const int64_t max_shared = resources.limits().max_shared_bytes - kStaticSharedReserve;
-  require(query_bytes <= max_shared, "search_width = ", options.search_width, " needs ", query_bytes,
-          " bytes of shared memory per query, above the device's ", max_shared);
-  const int queries_per_warp = int(options.queries_per_warp);
-  const int64_t warp_bytes = query_bytes * queries_per_warp;
-  require(warp_bytes <= max_shared, "queries_per_warp = ", queries_per_warp, " at search_width = ",
-          options.search_width, " needs ", warp_bytes, " bytes of shared memory per warp, above the device's ",
-          max_shared);
-
   Session session(resources);
   const Walk walk = pick(resources, graph, options);
-  const int crew = crew_size(options, nq, walk.team, a.layout.candidates, resources.limits().sm_count);
-  // warp[0], [1], [2]: 1, 2, 4 queries a warp.
-  const KernelFn kernel = crew > 1 ? walk.kernels.crew : walk.kernels.warp[queries_per_warp / 2];
-  // Persistent warps: as many a block as the shared memory allows; a crew: one query's memory.
-  const int warps = crew > 1 ? crew : int(std::clamp<int64_t>(max_shared / warp_bytes, 1, kMaxWarpsPerBlock));
-  const int64_t shared_bytes = crew > 1 ? query_bytes : warp_bytes * warps;
-  a.walk_vectors = walk.data;
-  a.vec_walk = walk.vec;
   cudaStream_t stream = resources.stream(0);
   DevicePool& pool = resources.pool();
   const int device = resources.device();
@@ -938,43 +1023,23 @@ void run_search(Resources& resources, const GraphDevice& graph, int64_t nq, cons
     filter = PoolBuffer<uint8_t>(pool, std::max<int64_t>(bytes, 1));
     if (bytes > 0) copy_to_device(resources.staging(), device, filter.get(), options.filter.bits, size_t(bytes), stream);
   }
+  PoolBuffer<float> layer_keys;
+  PoolBuffer<int64_t> starts;
+  if (graph.layer) {
+    walk_layer(resources, graph, options, nq, q_dev.get(), layer_keys, starts);
+    a.query_entries = starts.get();
+    a.query_entry_count = int(graph.layer_starts);
+  }
   PoolBuffer<float> d_dev(pool, nq * k);
   PoolBuffer<int64_t> i_dev(pool, nq * k);
-  PoolBuffer<unsigned long long> next_query(pool, 1);
-  QV_CUDA_CHECK(cudaMemsetAsync(next_query.get(), 0, sizeof(unsigned long long), stream));
-
-  a.vectors = graph.vectors.get();
-  a.vec_exact = graph.dim % 4 == 0;
-  a.adjacency = graph.adjacency.get();
-  a.row_ids = graph.ids.size() > 0 ? graph.ids.get() : nullptr;
-  a.dim = int(graph.dim);
-  a.degree = int(graph.degree);
-  a.inner_product = graph.metric == Metric::inner_product;
   a.queries = q_dev.get();
   a.nq = nq;
   a.k = int(k);
-  a.probes = int(options.probes);
-  a.visited = int(options.visited);
-  a.entries = graph.entries.get();
-  a.entry_count = int(graph.entries.size());
   a.filter = options.filter.bits != nullptr ? filter.get() : nullptr;
   a.filter_bits = options.filter.bits != nullptr ? options.filter.nbits : 0;
   a.distances = d_dev.get();
   a.ids = i_dev.get();
-  a.next_query = next_query.get();
-  QV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared_bytes)));
-  int64_t blocks = nq;  // a crew: a block a query
-  if (crew == 1) {
-    // As many blocks as stay resident at once (persistent warps), fewer for small batches.
-    int per_sm = 0;
-    QV_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, warps * kWarp, size_t(shared_bytes)));
-    const int64_t per_block = int64_t(warps) * queries_per_warp;  // queries a block searches at once
-    blocks = std::min<int64_t>((nq + per_block - 1) / per_block,
-                               int64_t(std::max(per_sm, 1)) * resources.limits().sm_count);
-  }
-  kernel<<<unsigned(blocks), unsigned(warps * kWarp), size_t(shared_bytes), stream>>>(a);
-  QV_LAUNCH_CHECK("graph_search_kernel");
+  launch_walk(resources, walk, options, a);
   if (distances != nullptr)
     copy_from_device(resources.staging(), device, distances, d_dev.get(), size_t(nq * k) * sizeof(float), stream);
   copy_from_device(resources.staging(), device, ids, i_dev.get(), size_t(nq * k) * sizeof(int64_t), stream);

@@ -289,6 +289,80 @@ TEST(GpuGraphSearch, QueriesPerWarpTakeTheSameHashedWalks) {
   }
 }
 
+// The entry layer (graph_upload_layer): walks start from the rows its walk finds, not from the
+// graph's entry points. Two components the graph never links (a k-NN graph of each; the second
+// offset far away) and the graph's entry point in the first: a query near the second reaches it only
+// through the layer, a sample of both components whose walk starts in each, and there its wide
+// queue is exact. A later
+// graph_upload drops the layer, and the walks stay in the first component again.
+TEST(GpuGraphSearch, EntryLayerStartsTheWalkNearTheQuery) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = shared_resources();
+  constexpr int64_t kDim = 20, kDegree = 8, kK = 10, kEvery = 5;
+  const int64_t half = sized(600, 150), n = 2 * half;
+  std::vector<float> x = integer_vectors(n, kDim, 31, 3);
+  for (int64_t i = half * kDim; i < n * kDim; ++i) x[i] += 100.0f;
+  const std::vector<float> first(x.begin(), x.begin() + half * kDim), second(x.begin() + half * kDim, x.end());
+  std::vector<int32_t> adjacency = knn_graph(true, first, kDim, kDegree);
+  for (int32_t r : knn_graph(true, second, kDim, kDegree)) adjacency.push_back(r + int32_t(half));
+  std::vector<float> q = integer_vectors(sized(45, 9), kDim, 32, 3);
+  for (float& v : q) v += 100.0f;
+  const int32_t entry = 0;
+
+  std::vector<int32_t> layer_rows;
+  std::vector<float> layer_vectors;
+  for (int64_t r = 0; r < n; r += kEvery) {
+    layer_rows.push_back(int32_t(r));
+    layer_vectors.insert(layer_vectors.end(), x.begin() + r * kDim, x.begin() + (r + 1) * kDim);
+  }
+  const std::vector<int32_t> layer_adjacency = knn_graph(true, layer_vectors, kDim, kDegree);
+  const int32_t layer_entries[] = {0, int32_t(half / kEvery)};  // a sample row in each component
+  gpu::GraphLayer layer;
+  layer.rows = int64_t(layer_rows.size());
+  layer.vectors = layer_vectors.data();
+  layer.degree = kDegree;
+  layer.adjacency = layer_adjacency.data();
+  layer.graph_rows = layer_rows.data();
+  layer.entries = layer_entries;
+  layer.entry_count = 2;
+  layer.width = 16;
+  layer.starts = 2;
+
+  gpu::GraphDevicePtr graph = gpu::make_graph(resources, kDim, Metric::l2);
+  gpu::graph_upload(resources, *graph, n, x.data(), kDegree, adjacency.data(), nullptr, &entry, 1);
+  const int64_t bare_bytes = gpu::graph_device_bytes(*graph);
+  gpu::graph_upload_layer(resources, *graph, layer);
+  EXPECT_GT(gpu::graph_device_bytes(*graph), bare_bytes);
+  const Neighbours want = brute_force(true, x, q, kDim, kK, nullptr, nullptr);
+  gpu::GraphSearchOptions options;
+  options.visited = gpu::VisitedSet::hash_table;
+  options.search_width = half;
+  // One warp a query, crews (automatic for this small batch), two queries a warp.
+  for (const auto& [warps, per_warp] : {std::pair<int64_t, int64_t>{1, 1}, {0, 1}, {1, 2}}) {
+    SCOPED_TRACE(::testing::Message() << "warps a query " << warps << ", queries a warp " << per_warp);
+    options.warps_per_query = warps;
+    options.queries_per_warp = per_warp;
+    const Neighbours got = search(*graph, q, kDim, kK, options);
+    EXPECT_EQ(got.ids, want.ids);
+    EXPECT_EQ(got.distances, want.distances);
+  }
+  options.warps_per_query = 1;
+  options.queries_per_warp = 1;
+  gpu::graph_upload(resources, *graph, n, x.data(), kDegree, adjacency.data(), nullptr, &entry, 1);
+  EXPECT_EQ(gpu::graph_device_bytes(*graph), bare_bytes);
+  for (int64_t id : search(*graph, q, kDim, kK, options).ids) EXPECT_LT(id, half);
+
+  // Bad layers leave the graph as it was (no layer).
+  std::vector<int32_t> beyond = layer_rows;
+  beyond.back() = int32_t(n);
+  layer.graph_rows = beyond.data();
+  EXPECT_THROW(gpu::graph_upload_layer(resources, *graph, layer), Error);
+  layer.graph_rows = layer_rows.data();
+  layer.starts = layer.width + 1;
+  EXPECT_THROW(gpu::graph_upload_layer(resources, *graph, layer), Error);
+  EXPECT_EQ(gpu::graph_device_bytes(*graph), bare_bytes);
+}
+
 TEST(GpuGraphSearch, RejectsBadArguments) {
   QV_REQUIRE_GPU();
   gpu::Resources& resources = shared_resources();
