@@ -24,7 +24,7 @@ struct GraphBuildParams {
   // The refining pass (graph_build.cpp, step 2): pool width of the search for each point, 0 to skip
   // the pass, and how many of the rows the search computed (the closest) are candidates.
   int64_t refine_width = 64;
-  int64_t refine_candidates = 256;
+  int64_t refine_candidates = 128;
   // Entry points (spread_entries).
   int64_t entry_points = 32;
   // Pool width of the searches of the connectivity pass.

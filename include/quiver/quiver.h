@@ -344,7 +344,11 @@ typedef struct qv_index qv_index_t;
  *                                   index lives in host memory on every device; on a CUDA context a
  *                                   copy on the device is searched there (SONG: one warp a query,
  *                                   search_width up to 1024, R up to 256; beyond those limits, or
- *                                   where the copy does not fit, the CPU searches). On the CPU,
+ *                                   where the copy does not fit, the CPU searches). From 16 384
+ *                                   vectors on, walks over the full vectors (GPU, and CPU below 256
+ *                                   floats) start near their query: at the best rows of a first walk
+ *                                   over a small graph of 4 096 sampled vectors (2.3 MiB at 128
+ *                                   floats). On the CPU,
  *                                   vectors of 256 floats or more under L2 or cosine are walked
  *                                   through their projection on 128 principal directions (from the
  *                                   first 65 536 vectors) and the best 2 x search_width rows the walk
