@@ -333,6 +333,9 @@ TEST(GpuIvfRange, SmallTilesAndBlocks) {
   const int64_t queries_in_all = sized(1500, 600);
   for (const int64_t pq_m : {int64_t(0), int64_t(1)}) {
     for (const Metric metric : {Metric::l2, Metric::inner_product}) {
+      // Under the sanitizer two of the four (the whole did not finish in 440 s under racecheck):
+      // flat lists under L2, PQ codes under inner product; the kernels are the same for both.
+      if (sanitizer_sizes() && (pq_m == 0) != (metric == Metric::l2)) continue;
       SCOPED_TRACE(::testing::Message() << "pq_m " << pq_m << " metric " << int(metric));
       const auto data = uniform_vectors(kN, kDim, 77), queries = uniform_vectors(queries_in_all, kDim, 78);
       // No rotation: cuBLAS may round a rotation differently for other tile shapes.
@@ -366,6 +369,7 @@ TEST(GpuIvfRange, SmallTilesAndBlocks) {
           std::printf("[ timing ] ivf_range_search n %ld dim %ld nlist %ld pq_m %ld nq %ld nprobe %ld: %ld hits, "
                       "%.2f ms\n",
                       long(kN), long(kDim), long(kNlist), long(pq_m), long(nq), long(nprobe), long(a.ids.size()), ms);
+          std::fflush(stdout);  // a sanitizer run stopped by its time limit still shows how far it got
           EXPECT_EQ(a.lims, b.lims);
           EXPECT_EQ(a.ids, b.ids);
           EXPECT_EQ(a.distances, b.distances);

@@ -57,8 +57,9 @@ Answer train_add_search(int device, const char* descriptor, int64_t dim, const s
 }
 
 // An index kind (dim 64), and the kind the sanitizer runs in its place (dim 16): PQ training runs a
-// k-means of 50 iterations (a dozen launches each) per sub-quantizer, so there 2 of them instead of
-// 16 (sub-spaces of 8 dimensions, as PQ8 at dim 64); the code that runs is the same.
+// k-means of 50 iterations (a dozen launches each) per sub-quantizer, so there 1 of them instead of
+// 16 (2 did not finish in 440 s under racecheck, from two threads at once); the code that runs is
+// the same.
 struct Kind {
   const char* descriptor;
   const char* under_sanitizer;
@@ -98,9 +99,9 @@ TEST_P(GpuMultiDevice, TwoDevicesFromTwoThreadsMatchOneDevice) {
 
 INSTANTIATE_TEST_SUITE_P(EveryKind, GpuMultiDevice,
                          ::testing::Values(Kind{"Flat", "Flat"}, Kind{"IVF64,Flat", "IVF64,Flat"},
-                                           Kind{"IVF64,PQ16", "IVF64,PQ2"}, Kind{"OPQ16,IVF64,PQ16", "OPQ2,IVF64,PQ2"},
+                                           Kind{"IVF64,PQ16", "IVF64,PQ1"}, Kind{"OPQ16,IVF64,PQ16", "OPQ2,IVF64,PQ2"},
                                            Kind{"IVF64,Flat,HostIds", "IVF64,Flat,HostIds"},
-                                           Kind{"IVF64,PQ16,Refine", "IVF64,PQ2,Refine"}),
+                                           Kind{"IVF64,PQ16,Refine", "IVF64,PQ1,Refine"}),
                          [](const ::testing::TestParamInfo<Kind>& info) {
                            std::string name = info.param.descriptor;
                            for (char& c : name)
