@@ -939,6 +939,8 @@ void launch_walk(Resources& resources, const Walk& walk, const GraphSearchOption
   a.walk_vectors = walk.data;
   a.vec_walk = walk.vec;
   cudaStream_t stream = resources.stream(0);
+  // Back in the pool at return, while the kernel may still run: within the call only later work on
+  // the same stream (after the kernel, in stream order) can be handed it (memory_pool.h).
   PoolBuffer<unsigned long long> next_query(resources.pool(), 1);
   QV_CUDA_CHECK(cudaMemsetAsync(next_query.get(), 0, sizeof(unsigned long long), stream));
   a.next_query = next_query.get();
