@@ -49,7 +49,8 @@ int32_t free_slot(const FixedDegreeGraph& graph, int32_t from, const std::vector
 
 }  // namespace
 
-int64_t connect_from_entry(FixedDegreeGraph& graph, const GraphView& view, int32_t entry, int64_t width) {
+int64_t connect_from_entry(FixedDegreeGraph& graph, const GraphView& view, int32_t entry, int64_t width,
+                           const std::function<void(int32_t)>& before_change) {
   const int64_t n = graph.rows;
   if (n <= 1 || graph.degree == 0) return 0;
   std::vector<int32_t> in_degree(static_cast<size_t>(n), 0);
@@ -82,6 +83,7 @@ int64_t connect_from_entry(FixedDegreeGraph& graph, const GraphView& view, int32
         if (from >= 0) break;
       }
       if (from < 0) fail(Status::internal, "graph build: no row can link row ", u);
+      if (before_change) before_change(from);
       int32_t& edge = graph.row(from)[slot];
       if (edge != kEmptySlot) --in_degree[edge];
       edge = static_cast<int32_t>(u);

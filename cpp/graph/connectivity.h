@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "cpp/graph/beam_search.h"
 #include "cpp/graph/fixed_degree_graph.h"
@@ -15,7 +16,9 @@
 namespace quiver {
 
 // Returns the number of edges added. view.graph is the graph to repair (modified through `graph`).
-// width: the pool of the searches that find where to link an unreachable row.
-int64_t connect_from_entry(FixedDegreeGraph& graph, const GraphView& view, int32_t entry, int64_t width);
+// width: the pool of the searches that find where to link an unreachable row. before_change (may be
+// empty): called with a row just before the pass changes it (an insertion's undo saves it there).
+int64_t connect_from_entry(FixedDegreeGraph& graph, const GraphView& view, int32_t entry, int64_t width,
+                           const std::function<void(int32_t)>& before_change = {});
 
 }  // namespace quiver

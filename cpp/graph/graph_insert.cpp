@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "cpp/graph/connectivity.h"
 #include "cpp/graph/graph_build.h"
 
 namespace quiver {
@@ -14,8 +15,8 @@ void InsertUndo::restore(FixedDegreeGraph& graph) const {
 }
 
 void insert_rows(FixedDegreeGraph& graph, Metric metric, const float* vectors, int64_t dim,
-                 const std::vector<int32_t>& entries, int64_t first, const uint8_t* removed,
-                 const InsertParams& params, InsertUndo& undo) {
+                 const std::vector<int32_t>& entries, const EntryLayer* layer, int64_t first,
+                 const uint8_t* removed, const InsertParams& params, InsertUndo& undo) {
   // Saves an old row before it changes (a new row needs no saving: the caller drops them all).
   const auto save = [&](int32_t q) {
     if (q >= first) return;
@@ -39,13 +40,18 @@ void insert_rows(FixedDegreeGraph& graph, Metric metric, const float* vectors, i
 
   BeamScratch scratch;
   std::vector<Neighbour> found, candidates;
+  std::vector<int32_t> starts;
   std::vector<uint8_t> kept;
   std::vector<int32_t> row(static_cast<size_t>(degree));
   candidates.reserve(static_cast<size_t>(width + degree + 1));
   for (int64_t p = first; p < graph.rows; ++p) {
     const float* x = vectors + p * dim;
-    beam_search(view, x, entries.data(), static_cast<int64_t>(entries.size()), width, width, nullptr, scratch,
-                found);
+    // From near p, as the build's refine and every query start: the graph's edges are local, and a
+    // walk from the fixed entries misses some of p's neighbours in clustered data.
+    const WalkStarts from =
+        walk_starts(layer, entries.data(), static_cast<int64_t>(entries.size()), dim, view.key, x, scratch, found,
+                    starts);
+    beam_search(view, x, from.rows, from.count, width, width, nullptr, scratch, found);
     candidates.clear();
     for (const Neighbour& f : found)
       if (f.row != p && (removed == nullptr || !removed[f.row]))
@@ -87,6 +93,10 @@ void insert_rows(FixedDegreeGraph& graph, Metric metric, const float* vectors, i
       graph.row(anchor)[used < degree ? used : degree - 1] = static_cast<int32_t>(p);
     }
   }
+  // Re-pruning an old row may have dropped the only edge into a third row: every row made reachable
+  // from the entry again, as at the end of a build (connectivity.h; a breadth-first pass over the
+  // whole graph, about 0.1 s a million rows).
+  connect_from_entry(graph, view, entry, width, save);
 }
 
 }  // namespace quiver

@@ -10,6 +10,7 @@
 
 #include "cpp/core/metric.h"
 #include "cpp/graph/beam_search.h"
+#include "cpp/graph/entry_layer.h"
 #include "cpp/graph/fixed_degree_graph.h"
 #include "cpp/graph/prune.h"
 
@@ -31,11 +32,12 @@ struct InsertUndo {
 // graph: rows [first, graph.rows) are new and empty; vectors covers every row (normalised for
 // cosine). removed: per row, nonzero for tombstones (never chosen as neighbours), or null.
 // Allocates only small per-call buffers.
-// entries: where the searches start (graph_build.h), at least one.
+// entries: where the searches start (graph_build.h), at least one; layer: where they start instead
+// (the rows of a walk of it, entry_layer.h), or null.
 // undo: receives each old row before its first change (saved before the change, so an exception
 // thrown anywhere leaves undo able to restore every changed row).
 void insert_rows(FixedDegreeGraph& graph, Metric metric, const float* vectors, int64_t dim,
-                 const std::vector<int32_t>& entries, int64_t first, const uint8_t* removed,
-                 const InsertParams& params, InsertUndo& undo);
+                 const std::vector<int32_t>& entries, const EntryLayer* layer, int64_t first,
+                 const uint8_t* removed, const InsertParams& params, InsertUndo& undo);
 
 }  // namespace quiver

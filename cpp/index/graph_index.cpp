@@ -156,7 +156,7 @@ void GraphIndex::insert(int64_t n, const float* x, const int64_t* new_ids) {
       walk = walk_space_append(context().pool(), walk_, vectors_.data(), first, first + n, dim(), metric());
       if (!walk.remade) walk_.vectors.reserve(walk_.vectors.size() + walk.space.vectors.size());
     }
-    insert_rows(graph_, metric(), vectors_.data(), dim(), entries_, first,
+    insert_rows(graph_, metric(), vectors_.data(), dim(), entries_, layer_.empty() ? nullptr : &layer_, first,
                 removed_count_ > 0 ? removed_.data() : nullptr, params, undo);
     ids_.append(n, new_ids);
   } catch (...) {

@@ -115,6 +115,29 @@ TEST_P(GraphIndexTest, LargeGraphsWalkFromTheEntryLayer) {
   EXPECT_EQ(again.distances, got.distances);
 }
 
+// Inserts into such a graph search for each new vector's neighbours from the entry layer too (the
+// graph's edges are local, walks from the fixed entries miss neighbours in clustered data), and
+// leave every row reachable (re-pruning an old row may drop the only edge into another): the grown
+// index is well formed, reaches the recall of the whole build's test above, and nearly every
+// inserted vector finds itself (under L2 and cosine; an inner product's best match is not the
+// vector itself).
+TEST_P(GraphIndexTest, LargeGraphsInsertFromTheEntryLayer) {
+  const Metric metric = GetParam();
+  const int64_t n = 4 * kEntryLayerRows + 11, added = n / 10, nq = 100;
+  const auto x = clustered_vectors(n + added, kDim, 40, 13);
+  const auto q = clustered_vectors(nq, kDim, 40, 14);
+  auto flat = build(context_, "Flat", kDim, metric, x);
+  auto graph = build(context_, "Graph16", kDim, metric, std::vector<float>(x.begin(), x.begin() + n * kDim));
+  graph->add(added, x.data() + n * kDim, nullptr);  // a tenth of the index: inserted, not rebuilt
+  expect_well_formed(as_graph(*graph));
+  EXPECT_GE(recall(search(*graph, q, kK, width(32)), search(*flat, q, kK), nq, kK), 0.95);
+  if (metric == Metric::inner_product) return;
+  const Results own = search(*graph, std::vector<float>(x.begin() + n * kDim, x.end()), 1, width(32));
+  int64_t found = 0;
+  for (int64_t i = 0; i < added; ++i) found += own.ids[i] == n + i;
+  EXPECT_GE(found, added - added / 200);
+}
+
 TEST_P(GraphIndexTest, CompleteGraphsAreExact) {
   const Metric metric = GetParam();
   for (int64_t n : {1, 2, 7, 33}) {  // n <= R + 1: every row links every other
