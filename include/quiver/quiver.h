@@ -337,7 +337,9 @@ typedef struct qv_index qv_index_t;
  *                                   reachable from the entry points (the medoid and 31 rows spread
  *                                   farthest-first); an add at least half
  *                                   the size of the index rebuilds the graph, smaller adds insert
- *                                   with local repair. Removed vectors are tombstones, never returned
+ *                                   with local repair (and end with the same reachability pass, a
+ *                                   walk over the whole graph: batch small adds). Removed vectors
+ *                                   are tombstones, never returned
  *                                   and dropped by a rebuild once they are half the rows, or when an
  *                                   add reuses a removed id. Search and add before the first add:
  *                                   QV_ERR_NOT_TRAINED. Range search scans every vector (exact). The
