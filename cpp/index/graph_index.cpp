@@ -151,6 +151,7 @@ void GraphIndex::insert(int64_t n, const float* x, const int64_t* new_ids) {
   params.width = kInsertWidthFactor * std::max<int64_t>(kDefaultGraphSearchWidth, spec_.degree);
   InsertUndo undo;
   WalkSpaceAppend walk;
+  EntryLayer layer;
   try {
     if (cpu_walks_projection()) {
       walk = walk_space_append(context().pool(), walk_, vectors_.data(), first, first + n, dim(), metric());
@@ -158,6 +159,9 @@ void GraphIndex::insert(int64_t n, const float* x, const int64_t* new_ids) {
     }
     insert_rows(graph_, metric(), vectors_.data(), dim(), entries_, layer_.empty() ? nullptr : &layer_, first,
                 removed_count_ > 0 ? removed_.data() : nullptr, params, undo);
+    // The layer over every row now, the one a load of this index builds: a saved copy answers as
+    // this index does.
+    layer = make_layer(vectors_.data(), first + n, entries_);
     ids_.append(n, new_ids);
   } catch (...) {
     // Out of memory part way: the old rows get their edges back, the new rows go.
@@ -169,6 +173,7 @@ void GraphIndex::insert(int64_t n, const float* x, const int64_t* new_ids) {
     throw;
   }
   if (cpu_walks_projection()) apply_walk_space_append(walk_, std::move(walk));
+  layer_ = std::move(layer);
   update_device_copy();
 }
 
