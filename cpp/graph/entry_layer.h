@@ -24,7 +24,7 @@ class Context;
 // best row to start from did as well as 2, 8 or 32.
 constexpr int64_t kEntryLayerRows = 4096;
 constexpr int32_t kEntryLayerDegree = 16;
-constexpr int64_t kEntryLayerCandidates = 48;  // exact neighbours in the sample, pruned to the degree
+constexpr int64_t kEntryLayerCandidates = 48;  // the k of the layer graph's k-NN graph (exact)
 constexpr int64_t kEntryLayerWidth = 32;
 constexpr int64_t kEntryLayerStarts = 2;
 
@@ -32,15 +32,15 @@ struct EntryLayer {
   std::vector<int32_t> rows;   // sample index -> row of the whole graph
   std::vector<float> vectors;  // rows.size() x dim, the sample's vectors side by side
   FixedDegreeGraph graph;      // over sample indices
-  std::vector<int32_t> starts;  // the first sample indices, 0 .. : the index's entry points
+  std::vector<int32_t> starts;  // sample indices the layer's walks start from: its graph's entries
   bool empty() const { return rows.empty(); }
 };
 
 // The layer over n rows (vectors n x dim, finite): the index's entries first, then rows evenly
-// spaced, kEntryLayerRows in all, linked as the whole graph's first build step is (prune_knn_graph)
-// from their kEntryLayerCandidates nearest others in the sample (the k-NN graph's exact method, on
-// the context's device). Empty when n is below 4 x kEntryLayerRows: walks that short gain little
-// from it.
+// spaced, kEntryLayerRows in all, linked by build_graph as a graph of their own (degree
+// kEntryLayerDegree, from the exact k-NN graph of the sample, on the context's device), with that
+// graph's entries as the starts. Empty when n is below 4 x kEntryLayerRows: walks that short gain
+// little from it.
 EntryLayer build_entry_layer(Context& context, Metric metric, const float* vectors, int64_t n, int64_t dim,
                              const int32_t* entries, int64_t n_entries);
 

@@ -6,6 +6,7 @@
 
 #include "cpp/core/context.h"
 #include "cpp/graph/entry_layer.h"
+#include "cpp/graph/graph_build.h"
 #include "ivf_testing.h"
 
 namespace quiver {
@@ -21,14 +22,18 @@ TEST(EntryLayer, SmallGraphsHaveNone) {
   EXPECT_TRUE(build_entry_layer(context, Metric::l2, x.data(), 4 * kEntryLayerRows - 1, kDim, entries, 1).empty());
 }
 
-TEST(EntryLayer, SamplesTheEntriesFirstAndLinksPrunedNeighbours) {
+TEST(EntryLayer, SamplesTheEntriesFirstAndLinksTheirOwnGraph) {
   Context context(testing::cpu_options());
   const auto x = testing::clustered_vectors(kRows, kDim, 50, 2);
   const int32_t entries[] = {17, 5, 17, 9000};  // a repeat is taken once
   const KeyFn key = search_key(Metric::l2);
   const EntryLayer layer = build_entry_layer(context, Metric::l2, x.data(), kRows, kDim, entries, 4);
   ASSERT_EQ(static_cast<int64_t>(layer.rows.size()), kEntryLayerRows);
-  EXPECT_EQ(layer.starts, (std::vector<int32_t>{0, 1, 2}));
+  // The layer's walks start from its own graph's entries (build_graph's: the sample's medoid, then
+  // rows spread farthest-first), distinct sample rows.
+  EXPECT_EQ(static_cast<int64_t>(layer.starts.size()), GraphBuildParams().entry_points);
+  EXPECT_EQ(std::set<int32_t>(layer.starts.begin(), layer.starts.end()).size(), layer.starts.size());
+  for (int32_t start : layer.starts) EXPECT_TRUE(start >= 0 && start < kEntryLayerRows) << start;
   EXPECT_EQ(std::vector<int32_t>(layer.rows.begin(), layer.rows.begin() + 3), (std::vector<int32_t>{17, 5, 9000}));
   EXPECT_EQ(std::set<int32_t>(layer.rows.begin(), layer.rows.end()).size(), layer.rows.size());
   for (size_t i = 0; i < layer.rows.size(); ++i)
