@@ -1,7 +1,6 @@
 #include "cpp/graph/entry_layer.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "cpp/graph/graph_build.h"
 #include "cpp/graph/knn_graph.h"

@@ -36,6 +36,21 @@ FixedDegreeGraph complete_graph(ThreadPool& pool, Metric metric, const float* ve
   return graph;
 }
 
+// Step 1 of build_graph: the graph pruned from the k-NN graph (n x k rows and distances in the
+// metric's units, as knn_graph writes them), with reverse edges. keys are turned into prune keys in
+// place (the refine reuses them).
+FixedDegreeGraph prune_knn_graph(ThreadPool& pool, Metric metric, const float* vectors, int64_t n, int64_t dim,
+                                 const int32_t* knn, float* keys, int64_t k, const PruneParams& params) {
+  // Distances in the metric's units -> prune keys (smaller is closer).
+  for (int64_t i = 0; i < n * k; ++i)
+    keys[i] = metric == Metric::l2 ? keys[i] : prune_key_of_search_key(metric, -keys[i]);
+  const PruneSpace space = prune_space(metric, vectors, dim);
+  const CandidateFn from_knn = [&](int64_t p, std::vector<Neighbour>& list, BeamScratch&) {
+    for (int64_t j = 0; j < k; ++j) list.push_back({keys[p * k + j], knn[p * k + j]});
+  };
+  return merge_reverse_edges(pool, space, choose_rows(pool, space, n, from_knn, params), knn, keys, k, params);
+}
+
 }  // namespace
 
 int32_t medoid(const float* vectors, int64_t n, int64_t dim) {
@@ -85,18 +100,6 @@ std::vector<int32_t> spread_entries(ThreadPool& pool, const float* vectors, int6
     entries.push_back(static_cast<int32_t>(best.second));
   }
   return entries;
-}
-
-FixedDegreeGraph prune_knn_graph(ThreadPool& pool, Metric metric, const float* vectors, int64_t n, int64_t dim,
-                                 const int32_t* knn, float* keys, int64_t k, const PruneParams& params) {
-  // Distances in the metric's units -> prune keys (smaller is closer).
-  for (int64_t i = 0; i < n * k; ++i)
-    keys[i] = metric == Metric::l2 ? keys[i] : prune_key_of_search_key(metric, -keys[i]);
-  const PruneSpace space = prune_space(metric, vectors, dim);
-  const CandidateFn from_knn = [&](int64_t p, std::vector<Neighbour>& list, BeamScratch&) {
-    for (int64_t j = 0; j < k; ++j) list.push_back({keys[p * k + j], knn[p * k + j]});
-  };
-  return merge_reverse_edges(pool, space, choose_rows(pool, space, n, from_knn, params), knn, keys, k, params);
 }
 
 BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, int64_t n, int64_t dim,

@@ -47,12 +47,6 @@ inline float prune_key_of_search_key(Metric metric, float key) {
   return metric == Metric::cosine ? 2.0f + 2.0f * key : key;
 }
 
-// The graph pruned from a k-NN graph (n x k rows and distances in the metric's units, as knn_graph
-// writes them), with reverse edges: step 1 of build_graph, and the entry layer's graph. keys are
-// turned into prune keys in place (build_graph reuses them).
-FixedDegreeGraph prune_knn_graph(ThreadPool& pool, Metric metric, const float* vectors, int64_t n, int64_t dim,
-                                 const int32_t* knn, float* keys, int64_t k, const PruneParams& params);
-
 // The row nearest the mean of the n rows (squared L2, whatever the metric: a central starting point).
 int32_t medoid(const float* vectors, int64_t n, int64_t dim);
 

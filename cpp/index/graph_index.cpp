@@ -119,9 +119,9 @@ void GraphIndex::rebuild(int64_t n, const float* x, const int64_t* new_ids) {
   std::vector<uint8_t> removed(static_cast<size_t>(total), 0);
   ReducedSpace walk = cpu_walks_projection() ? make_walk_space(context().pool(), vectors.data(), total, dim(), metric())
                                              : ReducedSpace{};
-  // The build's layer is over these vectors: the walks start from it rather than from a second one.
-  EntryLayer layer = built.layer.empty() || cpu_walks_projection() ? make_layer(vectors.data(), total, built.entries)
-                                                                   : std::move(built.layer);
+  // The build's layer is the one make_layer would build over these vectors: empty where the build
+  // (and so the CPU walk) reads a projection, or below the layer's size.
+  EntryLayer layer = std::move(built.layer);
 
   vectors_.swap(vectors);
   std::swap(ids_, id_map);

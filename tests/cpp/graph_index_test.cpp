@@ -66,6 +66,16 @@ void expect_well_formed(const GraphIndex& index) {
   }
 }
 
+// A copy of `index` through its saved payload.
+std::unique_ptr<Index> reloaded(Context& context, const Index& index, const char* descriptor, Metric metric) {
+  ByteWriter out;
+  index.save_payload(out);
+  auto loaded = create_index(context, descriptor, kDim, metric);
+  ByteReader in(out.bytes().data(), out.bytes().size());
+  loaded->load_payload(in, index.count());
+  return loaded;
+}
+
 class GraphIndexTest : public ::testing::TestWithParam<Metric> {
  protected:
   Context context_{testing::cpu_options()};
@@ -105,12 +115,7 @@ TEST_P(GraphIndexTest, LargeGraphsWalkFromTheEntryLayer) {
   auto graph = build(context_, "Graph16", kDim, metric, x);
   const Results got = search(*graph, q, kK, width(32));
   EXPECT_GE(recall(got, search(*flat, q, kK), nq, kK), 0.95);
-  ByteWriter out;
-  graph->save_payload(out);
-  auto loaded = create_index(context_, "Graph16", kDim, metric);
-  ByteReader in(out.bytes().data(), out.bytes().size());
-  loaded->load_payload(in, graph->count());
-  const Results again = search(*loaded, q, kK, width(32));
+  const Results again = search(*reloaded(context_, *graph, "Graph16", metric), q, kK, width(32));
   EXPECT_EQ(again.ids, got.ids);
   EXPECT_EQ(again.distances, got.distances);
 }
@@ -133,12 +138,7 @@ TEST_P(GraphIndexTest, LargeGraphsInsertFromTheEntryLayer) {
   const Results got = search(*graph, q, kK, width(32));
   EXPECT_GE(recall(got, search(*flat, q, kK), nq, kK), 0.95);
   // A saved copy (whose load builds the entry layer over every row) answers the same.
-  ByteWriter out;
-  graph->save_payload(out);
-  auto loaded = create_index(context_, "Graph16", kDim, metric);
-  ByteReader in(out.bytes().data(), out.bytes().size());
-  loaded->load_payload(in, graph->count());
-  EXPECT_EQ(search(*loaded, q, kK, width(32)).ids, got.ids);
+  EXPECT_EQ(search(*reloaded(context_, *graph, "Graph16", metric), q, kK, width(32)).ids, got.ids);
   if (metric == Metric::inner_product) return;
   const Results own = search(*graph, std::vector<float>(x.begin() + n * kDim, x.end()), 1, width(32));
   int64_t found = 0;
