@@ -68,4 +68,18 @@ int64_t entry_layer_bytes(const EntryLayer& layer) {
                               layer.starts.capacity() * sizeof(int32_t));
 }
 
+gpu::GraphLayer device_layer(const EntryLayer& layer) {
+  gpu::GraphLayer d;
+  d.rows = static_cast<int64_t>(layer.rows.size());
+  d.vectors = layer.vectors.data();
+  d.degree = layer.graph.degree;
+  d.adjacency = layer.graph.adjacency.data();
+  d.graph_rows = layer.rows.data();
+  d.entries = layer.starts.data();
+  d.entry_count = static_cast<int64_t>(layer.starts.size());
+  d.width = kDeviceLayerWidth;
+  d.starts = kEntryLayerStarts;
+  return d;
+}
+
 }  // namespace quiver

@@ -4,8 +4,10 @@
 #include <limits>
 #include <vector>
 
+#include "cpp/core/context.h"
 #include "cpp/core/error.h"
 #include "cpp/graph/connectivity.h"
+#include "cpp/graph/device_refine.h"
 #include "cpp/graph/reduced_space.h"
 
 namespace quiver {
@@ -49,6 +51,77 @@ FixedDegreeGraph prune_knn_graph(ThreadPool& pool, Metric metric, const float* v
     for (int64_t j = 0; j < k; ++j) list.push_back({keys[p * k + j], knn[p * k + j]});
   };
   return merge_reverse_edges(pool, space, choose_rows(pool, space, n, from_knn, params), knn, keys, k, params);
+}
+
+// What the refine (build_graph's step 2) reads: the build's space and graph 1's k-NN lists.
+struct RefineInputs {
+  Metric metric;
+  const float* vectors;
+  int64_t dim;
+  const int32_t* knn;
+  const float* keys;  // prune keys
+  int64_t k;
+};
+
+// Step 2's chosen rows, each point pruned from what a search for it on graph 1 computed (the
+// closest params.refine_candidates rows) and its k-NN list.
+FixedDegreeGraph refine_on_host(Context& context, const RefineInputs& in, const FixedDegreeGraph& graph,
+                                const std::vector<int32_t>& entries, const EntryLayer& layer,
+                                const GraphBuildParams& params) {
+  GraphView view;
+  view.graph = &graph;
+  view.vectors = in.vectors;
+  view.dim = in.dim;
+  view.key = search_key(in.metric);
+  const int64_t cap = params.refine_candidates;
+  const CandidateFn from_search = [&](int64_t p, std::vector<Neighbour>& list, BeamScratch& scratch) {
+    thread_local std::vector<Neighbour> best;
+    thread_local std::vector<int32_t> starts;
+    const float* point = in.vectors + p * in.dim;
+    const WalkStarts from = walk_starts(layer.empty() ? nullptr : &layer, entries.data(),
+                                        static_cast<int64_t>(entries.size()), in.dim, view.key, point, scratch, best,
+                                        starts);
+    beam_search(view, point, from.rows, from.count, params.refine_width, 1, nullptr, scratch, best, &list);
+    if (static_cast<int64_t>(list.size()) > cap) {
+      std::nth_element(list.begin(), list.begin() + cap, list.end());
+      list.resize(static_cast<size_t>(cap));
+    }
+    for (Neighbour& c : list) c.key = prune_key_of_search_key(in.metric, c.key);
+    for (int64_t j = 0; j < in.k; ++j) list.push_back({in.keys[p * in.k + j], in.knn[p * in.k + j]});
+  };
+  return choose_rows(context.pool(), prune_space(in.metric, in.vectors, in.dim), graph.rows, from_search,
+                     params.prune);
+}
+
+// The same with the searches on the context's device (device_refine.h), a chunk of points at a time;
+// an empty graph where the device cannot walk graph 1 (out of memory; a degree, width or dimension
+// beyond its limits): the host then refines.
+FixedDegreeGraph refine_on_device(Context& context, const RefineInputs& in, const FixedDegreeGraph& graph,
+                                  const std::vector<int32_t>& entries, const EntryLayer& layer,
+                                  const GraphBuildParams& params) {
+  const int64_t n = graph.rows;
+  if (graph.degree > gpu::kMaxGraphDegree || params.refine_candidates > gpu::kMaxSearchWidth)
+    return FixedDegreeGraph(0, params.prune.degree);
+  FixedDegreeGraph chosen(n, params.prune.degree);
+  try {
+    DeviceRefineSearch search(context, in.metric, in.vectors, n, in.dim, graph, entries, layer,
+                              params.refine_candidates);
+    const CandidateFn from_search = [&](int64_t p, std::vector<Neighbour>& list, BeamScratch&) {
+      search.candidates(p, list);
+      for (int64_t j = 0; j < in.k; ++j) list.push_back({in.keys[p * in.k + j], in.knn[p * in.k + j]});
+    };
+    const PruneSpace space = prune_space(in.metric, in.vectors, in.dim);
+    for (int64_t first = 0; first < n; first += kDeviceRefineChunk) {
+      const int64_t last = std::min(n, first + kDeviceRefineChunk);
+      search.search(first, last);
+      choose_rows(context.pool(), space, first, last, from_search, params.prune, chosen);
+    }
+  } catch (const Error& e) {
+    // invalid_argument: the walk's shared memory for this dimension is more than the device has.
+    if (e.status() != Status::out_of_device_memory && e.status() != Status::invalid_argument) throw;
+    return FixedDegreeGraph(0, params.prune.degree);
+  }
+  return chosen;
 }
 
 }  // namespace
@@ -140,12 +213,6 @@ BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, in
   // way, plus its k-NN list. The search gives candidates a k-NN list lacks, and pruning keeps those
   // that lead elsewhere, among them the longer edges that let a search cross between clusters.
   if (params.refine_width > 0) {
-    GraphView view;
-    view.graph = &built.graph;
-    view.vectors = build_vectors;
-    view.dim = build_dim;
-    view.key = search_key(build_metric);
-    const int64_t cap = params.refine_candidates;
     // Each search starts near its point, from an entry layer over graph 1's space, as a query's walk
     // does: it finds the point's true neighbours that a walk from the fixed entries, across the
     // clusters in between, misses at this width. Synthetic 1M x 128, Graph32: recall@10 0.9592 ->
@@ -153,24 +220,12 @@ BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, in
     // the entries.
     EntryLayer layer = build_entry_layer(context, build_metric, build_vectors, n, build_dim, built.entries.data(),
                                          static_cast<int64_t>(built.entries.size()));
-    const CandidateFn from_search = [&](int64_t p, std::vector<Neighbour>& list, BeamScratch& scratch) {
-      thread_local std::vector<Neighbour> best;
-      thread_local std::vector<int32_t> starts;
-      const float* point = build_vectors + p * build_dim;
-      const WalkStarts from = walk_starts(layer.empty() ? nullptr : &layer, built.entries.data(),
-                                          static_cast<int64_t>(built.entries.size()), build_dim, view.key, point,
-                                          scratch, best, starts);
-      beam_search(view, point, from.rows, from.count, params.refine_width, 1, nullptr, scratch, best, &list);
-      if (static_cast<int64_t>(list.size()) > cap) {
-        std::nth_element(list.begin(), list.begin() + cap, list.end());
-        list.resize(static_cast<size_t>(cap));
-      }
-      for (Neighbour& c : list) c.key = prune_key_of_search_key(build_metric, c.key);
-      for (int64_t j = 0; j < k; ++j) list.push_back({keys[p * k + j], knn[p * k + j]});
-    };
-    built.graph = merge_reverse_edges(context.pool(), space,
-                                      choose_rows(context.pool(), space, n, from_search, params.prune), knn.data(),
-                                      keys.data(), k, params.prune);
+    const RefineInputs in{build_metric, build_vectors, build_dim, knn.data(), keys.data(), k};
+    FixedDegreeGraph chosen = context.device() == DeviceKind::cuda
+                                  ? refine_on_device(context, in, built.graph, built.entries, layer, params)
+                                  : FixedDegreeGraph(0, degree);
+    if (chosen.rows == 0) chosen = refine_on_host(context, in, built.graph, built.entries, layer, params);
+    built.graph = merge_reverse_edges(context.pool(), space, chosen, knn.data(), keys.data(), k, params.prune);
     // Over the full vectors, the layer is the one the index's walks start from.
     if (!narrow) built.layer = std::move(layer);
   }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cpp/backend/gpu.h"
+#include "cpp/backend/gpu_ivf.h"
 #include "cpp/core/context.h"
 #include "cpp/core/error.h"
 #include "cpp/core/input.h"
@@ -31,9 +32,10 @@ constexpr int64_t kControlSample = 256;
 // What the control sample must show above the target before the build stops refining.
 constexpr double kControlMargin = 0.01;
 
-// Row i's k neighbours from its k + 1 nearest points, itself dropped. With duplicates of i, the
-// search may order i after its twins (ties by id) or leave it out; either way i is skipped and the
-// first k others are kept.
+// Point first_row + r's k neighbours (row r of neighbours and distances, rows x k) from its k + 1
+// nearest points (row r of found_d and found_i), itself dropped. With duplicates of the point, the
+// search may order it after its twins (ties by id) or leave it out; either way it is skipped and the
+// first k others are kept. distances may be null.
 void drop_self(int64_t first_row, int64_t rows, int64_t k, const float* found_d, const int64_t* found_i,
                int32_t* neighbours, float* distances) {
   for (int64_t r = 0; r < rows; ++r) {
@@ -42,8 +44,8 @@ void drop_self(int64_t first_row, int64_t rows, int64_t k, const float* found_d,
     for (int64_t j = 0; j <= k && out < k; ++j) {
       const int64_t id = found_i[r * (k + 1) + j];
       if (id == self) continue;
-      neighbours[(first_row + r) * k + out] = static_cast<int32_t>(id);
-      if (distances != nullptr) distances[(first_row + r) * k + out] = found_d[r * (k + 1) + j];
+      neighbours[r * k + out] = static_cast<int32_t>(id);
+      if (distances != nullptr) distances[r * k + out] = found_d[r * (k + 1) + j];
       ++out;
     }
   }
@@ -58,7 +60,8 @@ void exact_graph(Context& context, Metric metric, int64_t dim, int64_t n, const 
   for (int64_t first = 0; first < n; first += chunk) {
     const int64_t rows = std::min(chunk, n - first);
     exact.search(rows, input.data + first * dim, k + 1, found_d.data(), found_i.data());
-    drop_self(first, rows, k, found_d.data(), found_i.data(), neighbours, distances);
+    drop_self(first, rows, k, found_d.data(), found_i.data(), neighbours + first * k,
+              distances != nullptr ? distances + first * k : nullptr);
     progress.report(double(first + rows) / double(n));
   }
 }
@@ -95,6 +98,83 @@ int64_t approximate_graph(Context& context, Metric metric, int64_t dim, int64_t 
       if (distances) distances[u * k + j] = similarity ? -lists.keys(u)[j] : lists.keys(u)[j];
     }
   return stats.iterations;
+}
+
+// The approximate method on a CUDA context: an inverted file of the points on the device (k-means
+// lists trained there, IVF-Flat), every point searched in its nprobe nearest lists for its k + 1
+// nearest, itself dropped; nprobe doubles from kFirstProbes until the control sample's recall
+// reaches the target (or every list is probed). Points left short of k neighbours (tiny lists) get
+// the exact ones.
+constexpr int64_t kPointsPerList = 256;
+constexpr int64_t kMaxLists = 65536;
+constexpr int64_t kFirstProbes = 8;
+constexpr int64_t kListIterations = 10;
+constexpr int64_t kTrainPointsPerList = 32;  // the lists only route the searches: a sample trains them
+constexpr int64_t kDeviceChunk = 65536;
+
+void device_search(gpu::Resources& gpu, const gpu::IvfDevice& ivf, int64_t nprobe, int64_t nq, const float* queries,
+                   int64_t k, std::vector<float>& found_d, std::vector<int64_t>& found_i) {
+  gpu::IvfSearchOptions search;
+  search.nprobe = nprobe;
+  found_d.resize(static_cast<size_t>(nq * (k + 1)));
+  found_i.resize(static_cast<size_t>(nq * (k + 1)));
+  gpu::ivf_search(gpu, ivf, nq, queries, k + 1, search, found_d.data(), found_i.data());
+}
+
+void device_approximate_graph(Context& context, Metric metric, int64_t dim, int64_t n, const float* x,
+                              ExactNeighbours& exact, const KnnGraphOptions& options, BuildProgress& progress,
+                              int32_t* neighbours, float* distances) {
+  gpu::Resources& gpu = context.gpu();
+  const int64_t k = options.k;
+  const int64_t nlist = std::clamp<int64_t>(n / kPointsPerList, 1, kMaxLists);
+  std::vector<float> centroids(static_cast<size_t>(nlist * dim));
+  KmeansOptions lists;
+  lists.iterations = kListIterations;
+  lists.seed = options.seed;
+  lists.max_points_per_centroid = kTrainPointsPerList;
+  progress.phase(0.0, 0.95);
+  gpu::kmeans(gpu, dim, n, x, nlist, lists, centroids.data(), nullptr);
+  gpu::IvfModelView model;
+  model.metric = metric == Metric::l2 ? Metric::l2 : Metric::inner_product;  // cosine: x is normalised
+  model.dim = dim;
+  model.nlist = nlist;
+  model.centroids = centroids.data();
+  gpu::IvfDevicePtr ivf = gpu::make_ivf(gpu, model);
+  std::vector<int64_t> rows(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) rows[i] = i;
+  gpu::ivf_add(gpu, *ivf, n, x, rows.data(), nullptr);
+  progress.report(0.1);
+
+  const RecallSample control(exact, metric, dim, n, x, k, kControlSample, ~options.seed);
+  const int64_t m = static_cast<int64_t>(control.points().size());
+  std::vector<float> control_x(static_cast<size_t>(m * dim)), found_d, control_d(static_cast<size_t>(m * k));
+  std::vector<int64_t> found_i;
+  std::vector<int32_t> control_i(static_cast<size_t>(m * k));
+  for (int64_t q = 0; q < m; ++q) std::copy_n(x + control.points()[q] * dim, dim, &control_x[q * dim]);
+  const double aim = std::min(1.0, options.target_recall + kControlMargin);
+  int64_t nprobe = std::min(nlist, kFirstProbes);
+  for (;; nprobe = std::min(nlist, 2 * nprobe)) {
+    device_search(gpu, *ivf, nprobe, m, control_x.data(), k, found_d, found_i);
+    for (int64_t q = 0; q < m; ++q)
+      drop_self(control.points()[q], 1, k, &found_d[q * (k + 1)], &found_i[q * (k + 1)], &control_i[q * k],
+                &control_d[q * k]);
+    if (nprobe == nlist || control.recall_of_sample(control_i.data(), control_d.data()) >= aim) break;
+  }
+
+  std::vector<int64_t> short_rows;
+  for (int64_t first = 0; first < n; first += kDeviceChunk) {
+    const int64_t rows_here = std::min(kDeviceChunk, n - first);
+    device_search(gpu, *ivf, nprobe, rows_here, x + first * dim, k, found_d, found_i);
+    drop_self(first, rows_here, k, found_d.data(), found_i.data(), neighbours + first * k,
+              distances != nullptr ? distances + first * k : nullptr);
+    for (int64_t r = first; r < first + rows_here; ++r)
+      if (neighbours[r * k + k - 1] < 0) short_rows.push_back(r);
+    progress.report(0.1 + 0.9 * double(first + rows_here) / double(n));
+  }
+  for (int64_t r : short_rows) {
+    device_search(gpu, *ivf, nlist, 1, x + r * dim, k, found_d, found_i);  // every list: exact
+    drop_self(r, 1, k, found_d.data(), found_i.data(), neighbours + r * k, distances != nullptr ? distances + r * k : nullptr);
+  }
 }
 
 KnnGraphStats build(Context& context, Metric metric, int64_t dim, int64_t n, const float* x,
@@ -135,8 +215,19 @@ KnnGraphStats build(Context& context, Metric metric, int64_t dim, int64_t n, con
       distances = own_distances.data();
     }
     ExactNeighbours exact(context, metric, dim, n, input);
-    stats.iterations =
-        approximate_graph(context, metric, dim, n, input.data, exact, options, progress, neighbours, distances);
+    bool done = false;
+    if (gpu) {
+      try {
+        device_approximate_graph(context, metric, dim, n, input.data, exact, options, progress, neighbours, distances);
+        done = true;
+      } catch (const Error& e) {
+        // The device's inverted file does not fit, or refuses this dimension or k: the host builds.
+        if (e.status() != Status::out_of_device_memory && e.status() != Status::invalid_argument) throw;
+      }
+    }
+    if (!done)
+      stats.iterations =
+          approximate_graph(context, metric, dim, n, input.data, exact, options, progress, neighbours, distances);
     if (options.recall_sample > 0) {
       progress.phase(0.95, 1.0);
       progress.report(0);

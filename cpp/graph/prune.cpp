@@ -12,10 +12,11 @@ constexpr int64_t kRowsPerTask = 128;
 // otherwise make its pruning quadratic.
 constexpr int64_t kReverseCapFactor = 2;
 
-void for_rows(ThreadPool& pool, int64_t n, const std::function<void(int64_t, int64_t)>& work) {
-  const int64_t tasks = (n + kRowsPerTask - 1) / kRowsPerTask;
+// work(begin, end) over pieces of first .. last - 1, in parallel.
+void for_rows(ThreadPool& pool, int64_t first, int64_t last, const std::function<void(int64_t, int64_t)>& work) {
+  const int64_t tasks = (last - first + kRowsPerTask - 1) / kRowsPerTask;
   pool.parallel_for(tasks, [&](int64_t t) {
-    work(t * kRowsPerTask, std::min(n, (t + 1) * kRowsPerTask));
+    work(first + t * kRowsPerTask, std::min(last, first + (t + 1) * kRowsPerTask));
   });
 }
 
@@ -57,10 +58,16 @@ int32_t prune_candidates(const PruneSpace& space, const Neighbour* candidates, i
 
 FixedDegreeGraph choose_rows(ThreadPool& pool, const PruneSpace& space, int64_t n, const CandidateFn& candidates,
                              const PruneParams& params) {
+  FixedDegreeGraph chosen(n, params.degree);
+  choose_rows(pool, space, 0, n, candidates, params, chosen);
+  return chosen;
+}
+
+void choose_rows(ThreadPool& pool, const PruneSpace& space, int64_t first, int64_t last,
+                 const CandidateFn& candidates, const PruneParams& params, FixedDegreeGraph& chosen) {
   PruneParams no_fill = params;
   no_fill.fill = false;  // only chosen edges are reversed
-  FixedDegreeGraph chosen(n, params.degree);
-  for_rows(pool, n, [&](int64_t begin, int64_t end) {
+  for_rows(pool, first, last, [&](int64_t begin, int64_t end) {
     std::vector<Neighbour> list;
     std::vector<uint8_t> kept;
     BeamScratch scratch;
@@ -71,7 +78,6 @@ FixedDegreeGraph choose_rows(ThreadPool& pool, const PruneSpace& space, int64_t 
       prune_candidates(space, list.data(), static_cast<int64_t>(list.size()), no_fill, chosen.row(p), kept);
     }
   });
-  return chosen;
 }
 
 FixedDegreeGraph merge_reverse_edges(ThreadPool& pool, const PruneSpace& space, const FixedDegreeGraph& chosen,
@@ -93,7 +99,7 @@ FixedDegreeGraph merge_reverse_edges(ThreadPool& pool, const PruneSpace& space, 
 
   FixedDegreeGraph graph(n, degree);
   const int64_t reverse_cap = kReverseCapFactor * degree;
-  for_rows(pool, n, [&](int64_t begin, int64_t end) {
+  for_rows(pool, 0, n, [&](int64_t begin, int64_t end) {
     std::vector<Neighbour> list, rev;
     std::vector<uint8_t> kept;
     for (int64_t q = begin; q < end; ++q) {

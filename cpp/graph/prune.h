@@ -46,6 +46,10 @@ int32_t prune_candidates(const PruneSpace& space, const Neighbour* candidates, i
 using CandidateFn = std::function<void(int64_t p, std::vector<Neighbour>& list, BeamScratch& scratch)>;
 FixedDegreeGraph choose_rows(ThreadPool& pool, const PruneSpace& space, int64_t n, const CandidateFn& candidates,
                              const PruneParams& params);
+// The same for points first .. last - 1 only, into their rows of `chosen`: for candidates made in
+// chunks of points.
+void choose_rows(ThreadPool& pool, const PruneSpace& space, int64_t first, int64_t last,
+                 const CandidateFn& candidates, const PruneParams& params, FixedDegreeGraph& chosen);
 
 // The final rows from chosen ones: the chosen edges are added in reverse to the lists of their
 // targets (a point is then reachable from the neighbours it chose), and each point's chosen row,

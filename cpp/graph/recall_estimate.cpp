@@ -72,7 +72,7 @@ double RecallSample::measure(Get get) const {
     const double kth = kth_[q];
     const double slack = kTieSlack * std::fabs(kth);
     for (int64_t j = 0; j < k_; ++j) {
-      const std::pair<int64_t, double> found = get(points_[q], j);
+      const std::pair<int64_t, double> found = get(q, j);
       const bool tied = similarity ? found.second >= kth - slack : found.second <= kth + slack;
       if (tied || std::find(truth, truth + k_, found.first) != truth + k_) hits += 1;
     }
@@ -81,14 +81,22 @@ double RecallSample::measure(Get get) const {
 }
 
 double RecallSample::recall(const int32_t* neighbours, const float* distances) const {
-  return measure([&](int64_t u, int64_t j) {
+  return measure([&](int64_t q, int64_t j) {
+    const int64_t u = points_[q];
     return std::pair<int64_t, double>(neighbours[u * k_ + j], distances[u * k_ + j]);
+  });
+}
+
+double RecallSample::recall_of_sample(const int32_t* neighbours, const float* distances) const {
+  return measure([&](int64_t q, int64_t j) {
+    return std::pair<int64_t, double>(neighbours[q * k_ + j], distances[q * k_ + j]);
   });
 }
 
 double RecallSample::recall(const NeighbourLists& lists) const {
   const bool similarity = larger_is_closer(metric_);
-  return measure([&](int64_t u, int64_t j) {
+  return measure([&](int64_t q, int64_t j) {
+    const int64_t u = points_[q];
     const double key = lists.keys(u)[j];
     return std::pair<int64_t, double>(lists.ids(u)[j], similarity ? -key : key);
   });

@@ -26,8 +26,14 @@ class RecallSample {
   double recall(const int32_t* neighbours, const float* distances) const;
   // The same for the first k entries of each list.
   double recall(const NeighbourLists& lists) const;
+  // The sample's points, in the order recall_of_sample reads their neighbours.
+  const std::vector<int64_t>& points() const { return points_; }
+  // The same for neighbours and distances of the sample's points only: points().size() x k, row q
+  // points()[q]'s.
+  double recall_of_sample(const int32_t* neighbours, const float* distances) const;
 
  private:
+  // get(q, j): the j-th neighbour (id, distance) of the sample's q-th point.
   template <typename Get>
   double measure(Get get) const;
 

@@ -55,29 +55,6 @@ gpu::RowFilter allowed_rows(const GraphData& data, const IdFilter& filter, std::
   return gpu::RowFilter{bits.data(), rows};
 }
 
-// The device's walk of the entry layer: a queue of 8, not the CPU walk's 32. The layer walk is a
-// chain of expansions of its own before the walk over the graph, and on the GPU its length costs
-// more than the starts it finds save. H200, 10 000 queries host to host, Graph32 (QPS at recall@10
-// 0.95; batch-1 ms), layer widths 8 / 16 / 32: Fashion-MNIST 1.83M / 1.6M / 1.65M, 0.157 / 0.180 /
-// 0.235 ms; synthetic 1M x 128 5.38M / 5.2M / 5.3M, 0.164 / 0.195 / 0.196 ms.
-constexpr int64_t kDeviceLayerWidth = 8;
-
-// The entry layer as the device walks it: from its start rows, for as many rows as the CPU walk
-// takes from it (entry_layer.h).
-gpu::GraphLayer device_layer(const EntryLayer& layer) {
-  gpu::GraphLayer d;
-  d.rows = static_cast<int64_t>(layer.rows.size());
-  d.vectors = layer.vectors.data();
-  d.degree = layer.graph.degree;
-  d.adjacency = layer.graph.adjacency.data();
-  d.graph_rows = layer.rows.data();
-  d.entries = layer.starts.data();
-  d.entry_count = static_cast<int64_t>(layer.starts.size());
-  d.width = kDeviceLayerWidth;
-  d.starts = kEntryLayerStarts;
-  return d;
-}
-
 }  // namespace
 
 GraphGpuCopy::GraphGpuCopy(gpu::Resources& resources, int64_t dim, Metric metric, int64_t hash_bits)

@@ -2,10 +2,12 @@
 // stored graph as the CPU's beam search; the recall against exact search matches the CPU's, filters
 // and removals are honoured, and a saved index loads on either device with the same results.
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "gpu_testing.h"
+#include "sanitizer_sizes.h"
 #include "quiver/quiver.h"
 
 namespace quiver::testing {
@@ -169,6 +171,55 @@ TEST(GpuGraphIndex, HashedWalkReranksFromHostMemory) {
 
   qv_index_free(hashed);
   qv_index_free(reloaded);
+  qv_index_free(flat);
+  qv_context_free(gpu);
+  qv_context_free(cpu);
+}
+
+// The build on a CUDA context refines graph 1 with SONG's walks (graph/device_refine.h) where the
+// CPU walks with its beam search: the graphs differ, but the device's is as good. Both saved graphs
+// are searched by the CPU's beam search; clustered data of 20 011 rows, enough for the entry layer
+// (under the sanitizer 4 001, from the entry points).
+TEST(GpuGraphIndex, BuildOnTheDeviceIsAsGoodAsOnTheHost) {
+  QV_REQUIRE_GPU();
+  qv_context_t* gpu = make_context(QV_DEVICE_CUDA);
+  qv_context_t* cpu = make_context(QV_DEVICE_CPU);
+  const int64_t n = sized(20011, 4001), clusters = 61;
+  const auto centres = uniform_vectors(clusters, kDim, 41, 10.0f), noise = uniform_vectors(n, kDim, 42);
+  std::vector<float> x(noise);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t d = 0; d < kDim; ++d) x[i * kDim + d] += centres[(i * 7 % clusters) * kDim + d];
+  const auto q = uniform_vectors(kNq, kDim, 43);
+  std::vector<float> queries(q);
+  for (int64_t i = 0; i < kNq; ++i)
+    for (int64_t d = 0; d < kDim; ++d) queries[i * kDim + d] += centres[(i % clusters) * kDim + d];
+
+  auto build = [&](qv_context_t* ctx, const char* descriptor) {
+    qv_index_t* index = nullptr;
+    EXPECT_EQ(qv_index_create(ctx, descriptor, kDim, QV_METRIC_L2, &index), QV_OK) << qv_last_error_message();
+    EXPECT_EQ(qv_index_add(index, n, x.data(), nullptr), QV_OK) << qv_last_error_message();
+    return index;
+  };
+  qv_index_t* on_gpu = build(gpu, "Graph16");
+  qv_index_t* on_cpu = build(cpu, "Graph16");
+  qv_index_t* flat = build(cpu, "Flat");
+  void* data = nullptr;
+  size_t size = 0;
+  ASSERT_EQ(qv_index_save_buffer(on_gpu, &data, &size), QV_OK);
+  qv_index_t* gpu_built = nullptr;  // searched on the CPU
+  ASSERT_EQ(qv_index_load_buffer(cpu, data, size, &gpu_built), QV_OK) << qv_last_error_message();
+  qv_buffer_free(data);
+
+  const Found truth = search(flat, queries, 0);
+  for (uint32_t width : {10u, 16u, 32u}) {
+    const double device = recall(search(gpu_built, queries, width), truth);
+    const double host = recall(search(on_cpu, queries, width), truth);
+    EXPECT_GE(device, host - 0.02) << "width " << width;
+    std::printf("[ recall ] width %u: graph built on the device %.4f, on the host %.4f\n", width, device, host);
+  }
+  qv_index_free(on_gpu);
+  qv_index_free(on_cpu);
+  qv_index_free(gpu_built);
   qv_index_free(flat);
   qv_context_free(gpu);
   qv_context_free(cpu);
