@@ -58,10 +58,12 @@ void graph_upload_codes(Resources& resources, GraphDevice& graph, int64_t n, con
 // for each query's `starts` best rows, from which the walk over the whole graph starts instead of
 // the graph's entry points: it begins near the query rather than spread over the data. Replaces the
 // layer of an earlier call; graph_upload drops it (a graph's rows change), rows == 0 uploads none.
-// All or nothing, as graph_upload. Not for a hashed graph.
+// All or nothing, as graph_upload. A hashed graph's layer holds its rows' codes (rows x the graph's
+// dim words) in place of vectors, and is walked by Hamming distance as the graph is.
 struct GraphLayer {
   int64_t rows = 0;
   const float* vectors = nullptr;
+  const uint32_t* codes = nullptr;  // a hashed graph's: in place of vectors
   int64_t degree = 0;
   const int32_t* adjacency = nullptr;
   const int32_t* graph_rows = nullptr;

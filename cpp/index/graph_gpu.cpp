@@ -76,6 +76,18 @@ void GraphGpuCopy::upload(ThreadPool& pool, const GraphData& data) {
   hash_codes(pool, projection, data.vectors, n, codes.data());
   gpu::graph_upload_codes(resources_, *graph_, n, codes.data(), data.graph->degree, data.graph->adjacency.data(),
                           data.entries, data.n_entries);
+  // The walks start from the layer's rows nearest by Hamming distance: from the fixed entries, a
+  // walk by Hamming distance rarely finds the query's cluster (synthetic 1M x 128, 256 bits:
+  // recall@10 0.12 at width 48).
+  if (data.layer != nullptr && !data.layer->empty()) {
+    std::vector<uint32_t> layer_codes(data.layer->rows.size() * static_cast<size_t>(projection.words()));
+    hash_codes(pool, projection, data.layer->vectors.data(), static_cast<int64_t>(data.layer->rows.size()),
+               layer_codes.data());
+    gpu::GraphLayer layer = device_layer(*data.layer);
+    layer.vectors = nullptr;
+    layer.codes = layer_codes.data();
+    gpu::graph_upload_layer(resources_, *graph_, layer);
+  }
   projection_ = std::move(projection);
 }
 

@@ -129,13 +129,15 @@ void graph_upload_codes(Resources& resources, GraphDevice& graph, int64_t n, con
 }
 
 void graph_upload_layer(Resources& resources, GraphDevice& graph, const GraphLayer& layer) {
-  require(graph.codes.size() == 0, "a hashed graph takes no entry layer");
   if (layer.rows == 0) {
     graph.layer.reset();
     return;
   }
   require(layer.rows <= graph.rows, "the layer's ", layer.rows, " rows are more than the graph's ", graph.rows);
   require(layer.graph_rows != nullptr, "graph_rows must not be null");
+  const bool hashed = graph.codes.size() > 0;
+  require(hashed ? layer.codes != nullptr : layer.vectors != nullptr,
+          hashed ? "a hashed graph's layer needs codes" : "the layer needs vectors");
   require(layer.width >= 1 && layer.width <= kMaxSearchWidth, "layer width = ", layer.width, " is outside 1 .. ",
           kMaxSearchWidth);
   require(layer.starts >= 1 && layer.starts <= layer.width, "layer starts = ", layer.starts, " is outside 1 .. ",
@@ -147,8 +149,12 @@ void graph_upload_layer(Resources& resources, GraphDevice& graph, const GraphLay
     rows[i] = layer.graph_rows[i];
   }
   auto uploaded = std::make_unique<GraphDevice>(graph.device, graph.dim, graph.metric);
-  upload(resources, *uploaded, layer.rows, layer.vectors, layer.degree, layer.adjacency, rows.data(), layer.entries,
-         layer.entry_count);
+  if (hashed)
+    upload(resources, *uploaded, layer.rows, layer.codes, layer.degree, layer.adjacency, rows.data(), layer.entries,
+           layer.entry_count);
+  else
+    upload(resources, *uploaded, layer.rows, layer.vectors, layer.degree, layer.adjacency, rows.data(), layer.entries,
+           layer.entry_count);
   graph.layer = std::move(uploaded);
   graph.layer_width = layer.width;
   graph.layer_starts = layer.starts;

@@ -977,9 +977,9 @@ void walk_layer(Resources& resources, const GraphDevice& graph, const GraphSearc
   a.k = int(graph.layer_starts);
   a.distances = keys.get();
   a.ids = starts.get();
-  const int team = team_size(layer.dim);
-  launch_walk(resources, {kernels_for_team<float>(team), team, layer.vectors.get(), layer.dim % 4 == 0},
-              layer_options, a);
+  // A hashed graph's layer holds codes, and its queries are codes.
+  const PickWalk pick = layer.codes.size() > 0 ? code_walk : vector_walk;
+  launch_walk(resources, pick(resources, layer, layer_options), layer_options, a);
 }
 
 // queries: nq x graph.dim 4-byte words (floats or codes); distances may be null (not wanted).

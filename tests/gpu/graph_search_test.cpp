@@ -4,6 +4,7 @@
 // queues are checked by recall on a k-NN graph.
 #include <algorithm>
 #include <numeric>
+#include <random>
 #include <vector>
 
 #include "cpp/backend/gpu_graph.h"
@@ -361,6 +362,73 @@ TEST(GpuGraphSearch, EntryLayerStartsTheWalkNearTheQuery) {
   layer.starts = layer.width + 1;
   EXPECT_THROW(gpu::graph_upload_layer(resources, *graph, layer), Error);
   EXPECT_EQ(gpu::graph_device_bytes(*graph), bare_bytes);
+}
+
+// The same for a hashed graph, whose layer holds codes and is walked by Hamming distance: the first
+// component's codes have bits in word 0 only, the second's in word 1 only, each component a ring with
+// random chords the graph never links to the other; queries like the second component are nearest
+// (by Hamming distance) to its layer rows, so their walks start and stay there.
+TEST(GpuGraphSearch, HashedEntryLayerStartsTheWalkNearTheQuery) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = shared_resources();
+  constexpr int64_t kWords = 2, kDegree = 4, kEvery = 4, kWidth = 16;
+  const int64_t half = sized(400, 100), n = 2 * half, nq = sized(40, 8);
+  std::mt19937 rng(7);
+  auto ring_with_chords = [&](int64_t rows, int64_t first) {
+    std::vector<int32_t> adjacency;
+    for (int64_t r = 0; r < rows; ++r) {
+      adjacency.push_back(int32_t(first + (r + 1) % rows));
+      adjacency.push_back(int32_t(first + (r + rows - 1) % rows));
+      for (int j = 2; j < kDegree; ++j) adjacency.push_back(int32_t(first + int64_t(rng() % uint64_t(rows))));
+    }
+    return adjacency;
+  };
+  std::vector<uint32_t> codes(size_t(n * kWords), 0);
+  for (int64_t r = 0; r < n; ++r) codes[r * kWords + (r < half ? 0 : 1)] = uint32_t(rng());
+  std::vector<int32_t> adjacency = ring_with_chords(half, 0);
+  for (int32_t r : ring_with_chords(half, half)) adjacency.push_back(r);
+  std::vector<uint32_t> query_codes(size_t(nq * kWords), 0);
+  for (int64_t i = 0; i < nq; ++i) query_codes[i * kWords + 1] = uint32_t(rng());
+
+  std::vector<int32_t> layer_rows;
+  std::vector<uint32_t> layer_codes;
+  for (int64_t r = 0; r < n; r += kEvery) {
+    layer_rows.push_back(int32_t(r));
+    layer_codes.insert(layer_codes.end(), codes.begin() + r * kWords, codes.begin() + (r + 1) * kWords);
+  }
+  const int64_t layer_half = half / kEvery;
+  std::vector<int32_t> layer_adjacency = ring_with_chords(layer_half, 0);
+  for (int32_t r : ring_with_chords(layer_half, layer_half)) layer_adjacency.push_back(r);
+  const int32_t layer_entries[] = {0, int32_t(layer_half)};
+  gpu::GraphLayer layer;
+  layer.rows = int64_t(layer_rows.size());
+  layer.codes = layer_codes.data();
+  layer.degree = kDegree;
+  layer.adjacency = layer_adjacency.data();
+  layer.graph_rows = layer_rows.data();
+  layer.entries = layer_entries;
+  layer.entry_count = 2;
+  layer.width = 8;
+  layer.starts = 2;
+
+  gpu::GraphDevicePtr graph = gpu::make_graph(resources, kWords, Metric::l2);
+  const int32_t entry = 0;
+  gpu::graph_upload_codes(resources, *graph, n, codes.data(), kDegree, adjacency.data(), &entry, 1);
+  gpu::GraphSearchOptions options;
+  options.search_width = kWidth;
+  std::vector<int64_t> rows(size_t(nq * kWidth));
+  gpu::graph_search_codes(resources, *graph, nq, query_codes.data(), options, rows.data());
+  for (int64_t r : rows) EXPECT_LT(r, half) << "without the layer the walks stay where they start";
+
+  gpu::graph_upload_layer(resources, *graph, layer);
+  gpu::graph_search_codes(resources, *graph, nq, query_codes.data(), options, rows.data());
+  for (int64_t r : rows) EXPECT_GE(r, half);
+
+  // A hashed graph's layer needs codes.
+  layer.codes = nullptr;
+  std::vector<float> vectors(layer_codes.size(), 1.0f);
+  layer.vectors = vectors.data();
+  EXPECT_THROW(gpu::graph_upload_layer(resources, *graph, layer), Error);
 }
 
 TEST(GpuGraphSearch, RejectsBadArguments) {
