@@ -21,24 +21,26 @@ DeviceRefineSearch::DeviceRefineSearch(Context& context, Metric metric, const fl
   if (!layer.empty()) gpu::graph_upload_layer(context.gpu(), *graph_, device_layer(layer));
 }
 
-void DeviceRefineSearch::search(int64_t first, int64_t last) {
+DeviceRefineSearch::Chunk DeviceRefineSearch::search(int64_t first, int64_t last) const {
   const int64_t nq = last - first;
   require(nq >= 0 && nq <= kDeviceRefineChunk, "a refine chunk of ", nq, " points");
-  first_ = first;
-  rows_.resize(static_cast<size_t>(nq * count_));
-  values_.resize(static_cast<size_t>(nq * count_));
+  Chunk chunk;
+  chunk.first = first;
+  chunk.rows.resize(static_cast<size_t>(nq * count_));
+  chunk.values.resize(static_cast<size_t>(nq * count_));
   gpu::GraphSearchOptions options;
   options.search_width = count_;
-  gpu::graph_search(context_.gpu(), *graph_, nq, vectors_ + first * dim_, count_, options, values_.data(),
-                    rows_.data());
+  gpu::graph_search(context_.gpu(), *graph_, nq, vectors_ + first * dim_, count_, options, chunk.values.data(),
+                    chunk.rows.data());
+  return chunk;
 }
 
-void DeviceRefineSearch::candidates(int64_t p, std::vector<Neighbour>& list) const {
-  const int64_t at = (p - first_) * count_;
+void DeviceRefineSearch::candidates(const Chunk& chunk, int64_t p, std::vector<Neighbour>& list) const {
+  const int64_t at = (p - chunk.first) * count_;
   for (int64_t j = 0; j < count_; ++j) {
-    const int64_t row = rows_[static_cast<size_t>(at + j)];
+    const int64_t row = chunk.rows[static_cast<size_t>(at + j)];
     if (row < 0) break;  // the rest are padding too
-    const float value = values_[static_cast<size_t>(at + j)];
+    const float value = chunk.values[static_cast<size_t>(at + j)];
     // The device reports squared L2, or the product itself (largest first); search keys are
     // smaller-is-closer, as the prune keys made from them.
     const float search_key = metric_ == Metric::l2 ? value : -value;

@@ -29,10 +29,18 @@ class DeviceRefineSearch {
                      const FixedDegreeGraph& graph, const std::vector<int32_t>& entries, const EntryLayer& layer,
                      int64_t count);
 
-  // Walks for points first .. last - 1 (at most kDeviceRefineChunk of them).
-  void search(int64_t first, int64_t last);
-  // Appends point p's candidates (p in the last chunk searched) to list, with prune keys.
-  void candidates(int64_t p, std::vector<Neighbour>& list) const;
+  // What the walks of a chunk of points found.
+  struct Chunk {
+    int64_t first = 0;
+    std::vector<int64_t> rows;  // points x count, -1 past the rows a walk reached
+    std::vector<float> values;  // the device's distances: squared L2, or inner products
+  };
+
+  // Walks for points first .. last - 1 (at most kDeviceRefineChunk of them). One call at a time;
+  // the host may meanwhile prune an earlier chunk.
+  Chunk search(int64_t first, int64_t last) const;
+  // Appends point p's candidates (p in `chunk`) to list, with prune keys.
+  void candidates(const Chunk& chunk, int64_t p, std::vector<Neighbour>& list) const;
 
  private:
   Context& context_;
@@ -41,9 +49,6 @@ class DeviceRefineSearch {
   int64_t dim_;
   int64_t count_;
   gpu::GraphDevicePtr graph_;
-  int64_t first_ = 0;
-  std::vector<int64_t> rows_;   // chunk x count_, -1 past the rows a walk reached
-  std::vector<float> values_;   // the device's distances: squared L2, or inner products
 };
 
 }  // namespace quiver

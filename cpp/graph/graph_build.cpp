@@ -1,6 +1,7 @@
 #include "cpp/graph/graph_build.h"
 
 #include <algorithm>
+#include <future>
 #include <limits>
 #include <vector>
 
@@ -106,15 +107,21 @@ FixedDegreeGraph refine_on_device(Context& context, const RefineInputs& in, cons
   try {
     DeviceRefineSearch search(context, in.metric, in.vectors, n, in.dim, graph, entries, layer,
                               params.refine_candidates);
+    DeviceRefineSearch::Chunk chunk = search.search(0, std::min(n, kDeviceRefineChunk));
     const CandidateFn from_search = [&](int64_t p, std::vector<Neighbour>& list, BeamScratch&) {
-      search.candidates(p, list);
+      search.candidates(chunk, p, list);
       for (int64_t j = 0; j < in.k; ++j) list.push_back({in.keys[p * in.k + j], in.knn[p * in.k + j]});
     };
     const PruneSpace space = prune_space(in.metric, in.vectors, in.dim);
     for (int64_t first = 0; first < n; first += kDeviceRefineChunk) {
       const int64_t last = std::min(n, first + kDeviceRefineChunk);
-      search.search(first, last);
+      // The device walks the next chunk while the host prunes this one.
+      std::future<DeviceRefineSearch::Chunk> next;
+      if (last < n)
+        next = std::async(std::launch::async,
+                          [&search, last, n] { return search.search(last, std::min(n, last + kDeviceRefineChunk)); });
       choose_rows(context.pool(), space, first, last, from_search, params.prune, chosen);
+      if (last < n) chunk = next.get();
     }
   } catch (const Error& e) {
     // invalid_argument: the walk's shared memory for this dimension is more than the device has.
