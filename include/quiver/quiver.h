@@ -368,7 +368,7 @@ typedef struct qv_index qv_index_t;
  *                                   search_width final candidates are re-ranked with exact distances
  *                                   from host memory (distances returned are exact). Needs a wider
  *                                   search_width than a walk over vectors for the same recall (e.g.
- *                                   "Graph32,H256": recall@10 0.96 at 512 on a 1M x 128 set). No
+ *                                   "Graph32,H256": recall@10 0.97 at 512 on a 1M x 128 set). No
  *                                   effect on the CPU.
  *             IVF indexes must be trained (qv_index_train) before add and search. On a CUDA context
  *             their lists live in device memory; saved files are the same on every device.
