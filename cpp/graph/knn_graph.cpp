@@ -173,7 +173,8 @@ void device_approximate_graph(Context& context, Metric metric, int64_t dim, int6
   }
   for (int64_t r : short_rows) {
     device_search(gpu, *ivf, nlist, 1, x + r * dim, k, found_d, found_i);  // every list: exact
-    drop_self(r, 1, k, found_d.data(), found_i.data(), neighbours + r * k, distances != nullptr ? distances + r * k : nullptr);
+    drop_self(r, 1, k, found_d.data(), found_i.data(), neighbours + r * k,
+              distances != nullptr ? distances + r * k : nullptr);
   }
 }
 
