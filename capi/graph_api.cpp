@@ -74,7 +74,7 @@ qv_status_t qv_knn_graph(qv_context_t* context, qv_metric_t metric, int64_t dim,
     if (p.progress != nullptr) {
       const qv_progress_fn_t callback = p.progress;
       void* const user = p.user_data;
-      // The engine calls it on this thread only (build_progress.h), so a binding may call back into
+      // The engine calls it on this thread only (cpp/core/progress.h), so a binding may call back into
       // its own runtime from it.
       options.progress = [callback, user](double fraction) { return callback(fraction, user) == 0; };
     }

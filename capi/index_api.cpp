@@ -1,6 +1,7 @@
 // Index entry points: each checks its pointers and calls the engine (cpp/index, cpp/io).
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "capi/guard.h"
 #include "capi/handles.h"
@@ -57,6 +58,16 @@ qv_status_t qv_index_train(qv_index_t* index, int64_t n, const float* x) {
     require_pointer(index, "index");
     require_vectors(x, n, "x");
     index->index->train(n, x);
+  });
+}
+
+qv_status_t qv_index_set_progress(qv_index_t* index, qv_progress_fn_t fn, void* user_data) {
+  return guarded([&] {
+    require_pointer(index, "index");
+    quiver::ProgressFn callback;
+    // The engine calls it on the calling thread only (cpp/core/progress.h).
+    if (fn != nullptr) callback = [fn, user_data](double fraction) { return fn(fraction, user_data) == 0; };
+    index->index->set_progress(std::move(callback));
   });
 }
 

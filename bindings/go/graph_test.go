@@ -209,3 +209,59 @@ func TestGraphWalkParamsAreIgnoredOnTheCPU(t *testing.T) {
 		t.Fatalf("GraphVisitedBloom.String() = %q", s)
 	}
 }
+
+func TestGraphBuildProgressAndCancel(t *testing.T) {
+	ctx := newContext(t)
+	const dim = 16
+	base := clustered(3, 1200, dim)
+	ix, err := NewIndex(ctx, "Graph16", dim, MetricL2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	var seen []float64
+	if err := ix.AddWithProgress(base, func(f float64) bool { seen = append(seen, f); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) < 5 || seen[0] != 0 || seen[len(seen)-1] != 1 {
+		t.Fatalf("progress %v: want 0 first, 1 last and the build's steps between", seen)
+	}
+	for i := 1; i < len(seen); i++ {
+		if seen[i] < seen[i-1] {
+			t.Fatalf("progress %v decreases", seen)
+		}
+	}
+
+	// Cancelled half way through a build: nothing added, and no callback left behind.
+	fresh, err := NewIndex(ctx, "Graph16", dim, MetricL2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	err = fresh.AddWithProgress(base, func(f float64) bool { return f < 0.5 })
+	if !errors.Is(err, ErrCancelled) {
+		t.Fatalf("AddWithProgress: %v, want ErrCancelled", err)
+	}
+	if info, _ := fresh.Info(); info.Count != 0 {
+		t.Fatalf("%d vectors after a cancelled build", info.Count)
+	}
+	if err := fresh.Add(base); err != nil {
+		t.Fatal(err)
+	}
+
+	// A panic in the callback cancels the add and is raised again once it has returned.
+	func() {
+		defer func() {
+			if r := recover(); r != "stop" {
+				t.Fatalf("recovered %v, want the callback's panic", r)
+			}
+		}()
+		_ = ix.AddWithProgress(clustered(4, 3, dim), func(float64) bool { panic("stop") })
+	}()
+	if info, _ := ix.Info(); info.Count != 1200 {
+		t.Fatalf("%d vectors after a cancelled add, want 1200", info.Count)
+	}
+	if err := ix.TrainWithProgress(base[:dim], func(float64) bool { return false }); !errors.Is(err, ErrCancelled) {
+		t.Fatalf("TrainWithProgress: %v, want ErrCancelled", err)
+	}
+}

@@ -1,10 +1,28 @@
 package quiver
 
-// #include "quiver_go.h"
+/*
+#include <stdint.h>
+#include "quiver_go.h"
+
+// Defined in Go (progress.go): calls the progress func behind a runtime/cgo handle.
+extern int qvGoProgress(double fraction, uintptr_t handle);
+
+static int qv_go_index_progress(double fraction, void *user_data) {
+  return qvGoProgress(fraction, (uintptr_t)user_data);
+}
+
+// Sets the index's progress callback to the trampoline with the handle (a number, never a Go
+// pointer, as cgo requires), or removes it for handle 0.
+static inline qv_go_status_t qv_go_index_set_progress(qv_go_call_t call, qv_index_t *index, uintptr_t handle) {
+  return qv_go_status(call, QV_GO_FN(call, qv_index_set_progress)(index, handle != 0 ? qv_go_index_progress : NULL,
+                                                                  (void *)handle));
+}
+*/
 import "C"
 
 import (
 	"runtime"
+	"runtime/cgo"
 	"sync"
 	"unsafe"
 )
@@ -107,7 +125,17 @@ func (ix *Index) Close() error {
 // Train trains the index on the vectors of x (len(x) a multiple of Dim(), finite). Kinds that need
 // no training, such as Flat, only validate x. Inverted files need at least nlist vectors (256 for
 // PQ), train deterministically, and refuse to train again once they hold vectors.
-func (ix *Index) Train(x []float32) error {
+func (ix *Index) Train(x []float32) error { return ix.train(x, nil) }
+
+// TrainWithProgress trains as Train does, calling progress (on the calling goroutine) with the
+// fraction done: 0 before any change and 1 once done. progress returning false stops the call with
+// ErrCancelled and leaves the index as it was; a panic in progress cancels too and is raised again
+// once the call has returned.
+func (ix *Index) TrainWithProgress(x []float32, progress func(float64) bool) error {
+	return ix.train(x, progress)
+}
+
+func (ix *Index) train(x []float32, progress func(float64) bool) error {
 	h, err := ix.lock()
 	if err != nil {
 		return err
@@ -117,15 +145,46 @@ func (ix *Index) Train(x []float32) error {
 	if err != nil {
 		return err
 	}
-	err = statusError(C.qv_go_index_train(call(C.qv_index_train), h, C.int64_t(n), floats(x)))
+	err = withProgress(h, progress, func() error {
+		return statusError(C.qv_go_index_train(call(C.qv_index_train), h, C.int64_t(n), floats(x)))
+	})
 	runtime.KeepAlive(ix)
+	return err
+}
+
+// withProgress runs step (a train or an add on h, under the index's write lock) with progress as
+// h's callback, removed again before it returns; progress nil runs step alone.
+func withProgress(h *C.qv_index_t, progress func(float64) bool, step func() error) error {
+	if progress == nil {
+		return step()
+	}
+	state := &progressState{fn: progress}
+	handle := cgo.NewHandle(state)
+	defer handle.Delete()
+	if err := statusError(C.qv_go_index_set_progress(call(C.qv_index_set_progress), h, C.uintptr_t(handle))); err != nil {
+		return err
+	}
+	err := step()
+	C.qv_go_index_set_progress(call(C.qv_index_set_progress), h, 0)
+	if state.panicked {
+		panic(state.value)
+	}
 	return err
 }
 
 // Add adds the vectors of x (len(x) a multiple of Dim(), finite, and non-zero for MetricCosine),
 // numbered consecutively after the largest id in the index (0, 1, ... for an empty index).
 // On error nothing is added.
-func (ix *Index) Add(x []float32) error { return ix.add(x, nil) }
+func (ix *Index) Add(x []float32) error { return ix.add(x, nil, nil) }
+
+// AddWithProgress adds as Add does, calling progress (on the calling goroutine) with the fraction
+// done: 0 before any change, then, for a graph index's build, as the build goes, and 1 once done.
+// progress returning false stops the call with ErrCancelled and leaves the index as it was; a panic
+// in progress cancels too and is raised again once the call has returned. Multi-device indexes
+// report 0 and 1 only.
+func (ix *Index) AddWithProgress(x []float32, progress func(float64) bool) error {
+	return ix.add(x, nil, progress)
+}
 
 // AddWithIDs adds the vectors of x with the given ids: one per vector, >= 0, unique and not already
 // in the index. On error nothing is added.
@@ -133,10 +192,10 @@ func (ix *Index) AddWithIDs(x []float32, ids []int64) error {
 	if ids == nil {
 		ids = []int64{}
 	}
-	return ix.add(x, ids)
+	return ix.add(x, ids, nil)
 }
 
-func (ix *Index) add(x []float32, ids []int64) error {
+func (ix *Index) add(x []float32, ids []int64, progress func(float64) bool) error {
 	h, err := ix.lock()
 	if err != nil {
 		return err
@@ -149,7 +208,9 @@ func (ix *Index) add(x []float32, ids []int64) error {
 	if ids != nil && len(ids) != n {
 		return invalidArgument("ids has %d entries for %d vectors", len(ids), n)
 	}
-	err = statusError(C.qv_go_index_add(call(C.qv_index_add), h, C.int64_t(n), floats(x), int64s(ids)))
+	err = withProgress(h, progress, func() error {
+		return statusError(C.qv_go_index_add(call(C.qv_index_add), h, C.int64_t(n), floats(x), int64s(ids)))
+	})
 	runtime.KeepAlive(ix)
 	return err
 }

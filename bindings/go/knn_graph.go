@@ -4,11 +4,11 @@ package quiver
 #include <stdint.h>
 #include "quiver_go.h"
 
-// Defined in Go (knn_graph_progress.go): calls the progress func behind a runtime/cgo handle.
-extern int qvGoKnnGraphProgress(double fraction, uintptr_t handle);
+// Defined in Go (progress.go): calls the progress func behind a runtime/cgo handle.
+extern int qvGoProgress(double fraction, uintptr_t handle);
 
 static int qv_go_knn_graph_progress(double fraction, void *user_data) {
-  return qvGoKnnGraphProgress(fraction, (uintptr_t)user_data);
+  return qvGoProgress(fraction, (uintptr_t)user_data);
 }
 
 // The params with the progress trampoline set when handle is not 0: C holds the handle (a number),
@@ -81,13 +81,6 @@ type KnnGraphResult struct {
 	// Recall is the graph's recall@k: 1 for the exact method, the estimate on RecallSample points
 	// for the approximate one, -1 when not estimated.
 	Recall float64
-}
-
-// progressState is what the cgo handle of a KnnGraph call refers to.
-type progressState struct {
-	fn       func(float64) bool
-	panicked bool
-	value    interface{}
 }
 
 // KnnGraph builds the k-nearest-neighbour graph of the vectors of x (row-major, dim wide, finite,

@@ -64,11 +64,14 @@ struct RefineInputs {
   int64_t k;
 };
 
+// Points the host refines between two progress reports.
+constexpr int64_t kHostRefineChunk = 65536;
+
 // Step 2's chosen rows, each point pruned from what a search for it on graph 1 computed (the
 // closest params.refine_candidates rows) and its k-NN list.
 FixedDegreeGraph refine_on_host(Context& context, const RefineInputs& in, const FixedDegreeGraph& graph,
                                 const std::vector<int32_t>& entries, const EntryLayer& layer,
-                                const GraphBuildParams& params) {
+                                const GraphBuildParams& params, const Progress& progress) {
   GraphView view;
   view.graph = &graph;
   view.vectors = in.vectors;
@@ -90,8 +93,15 @@ FixedDegreeGraph refine_on_host(Context& context, const RefineInputs& in, const 
     for (Neighbour& c : list) c.key = prune_key_of_search_key(in.metric, c.key);
     for (int64_t j = 0; j < in.k; ++j) list.push_back({in.keys[p * in.k + j], in.knn[p * in.k + j]});
   };
-  return choose_rows(context.pool(), prune_space(in.metric, in.vectors, in.dim), graph.rows, from_search,
-                     params.prune);
+  const int64_t n = graph.rows;
+  const PruneSpace space = prune_space(in.metric, in.vectors, in.dim);
+  FixedDegreeGraph chosen(n, params.prune.degree);
+  for (int64_t first = 0; first < n; first += kHostRefineChunk) {
+    const int64_t last = std::min(n, first + kHostRefineChunk);
+    choose_rows(context.pool(), space, first, last, from_search, params.prune, chosen);
+    progress.report(double(last) / double(n));
+  }
+  return chosen;
 }
 
 // The same with the searches on the context's device (device_refine.h), a chunk of points at a time;
@@ -99,7 +109,7 @@ FixedDegreeGraph refine_on_host(Context& context, const RefineInputs& in, const 
 // beyond its limits): the host then refines.
 FixedDegreeGraph refine_on_device(Context& context, const RefineInputs& in, const FixedDegreeGraph& graph,
                                   const std::vector<int32_t>& entries, const EntryLayer& layer,
-                                  const GraphBuildParams& params) {
+                                  const GraphBuildParams& params, const Progress& progress) {
   const int64_t n = graph.rows;
   if (graph.degree > gpu::kMaxGraphDegree || params.refine_candidates > gpu::kMaxSearchWidth)
     return FixedDegreeGraph(0, params.prune.degree);
@@ -122,6 +132,7 @@ FixedDegreeGraph refine_on_device(Context& context, const RefineInputs& in, cons
                           [&search, last, n] { return search.search(last, std::min(n, last + kDeviceRefineChunk)); });
       choose_rows(context.pool(), space, first, last, from_search, params.prune, chosen);
       if (last < n) chunk = next.get();
+      progress.report(double(last) / double(n));
     }
   } catch (const Error& e) {
     // invalid_argument: the walk's shared memory for this dimension is more than the device has.
@@ -207,6 +218,10 @@ BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, in
   const float* build_vectors = narrow ? reduced.vectors.data() : vectors;
   const int64_t build_dim = narrow ? reduced.dim : dim;
 
+  // The steps' shares of the reports: about their shares of a CPU build's time.
+  Progress progress(params.progress, "graph build");
+  progress.phase(0.0, 0.3);
+  options.progress = progress.nested();
   std::vector<int32_t> knn(static_cast<size_t>(n * options.k));
   std::vector<float> keys(static_cast<size_t>(n * options.k));
   knn_graph(context, build_metric, build_dim, n, build_vectors, options, knn.data(), keys.data());
@@ -216,6 +231,8 @@ BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, in
   // 1. Rows pruned from the k-NN lists, with reverse edges: a local, well-connected graph.
   built.graph = prune_knn_graph(context.pool(), build_metric, build_vectors, n, build_dim, knn.data(), keys.data(), k,
                                 params.prune);
+  progress.phase(0.3, 0.4);
+  progress.report(1);
   // 2. As NSG: each row pruned again from what a search for its point on graph 1 computes on its
   // way, plus its k-NN list. The search gives candidates a k-NN list lacks, and pruning keeps those
   // that lead elsewhere, among them the longer edges that let a search cross between clusters.
@@ -228,11 +245,14 @@ BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, in
     EntryLayer layer = build_entry_layer(context, build_metric, build_vectors, n, build_dim, built.entries.data(),
                                          static_cast<int64_t>(built.entries.size()));
     const RefineInputs in{build_metric, build_vectors, build_dim, knn.data(), keys.data(), k};
+    progress.phase(0.4, 0.9);
     FixedDegreeGraph chosen = context.device() == DeviceKind::cuda
-                                  ? refine_on_device(context, in, built.graph, built.entries, layer, params)
+                                  ? refine_on_device(context, in, built.graph, built.entries, layer, params, progress)
                                   : FixedDegreeGraph(0, degree);
-    if (chosen.rows == 0) chosen = refine_on_host(context, in, built.graph, built.entries, layer, params);
+    if (chosen.rows == 0) chosen = refine_on_host(context, in, built.graph, built.entries, layer, params, progress);
     built.graph = merge_reverse_edges(context.pool(), space, chosen, knn.data(), keys.data(), k, params.prune);
+    progress.phase(0.9, 0.95);
+    progress.report(1);
     // Over the full vectors, the layer is the one the index's walks start from.
     if (!narrow) built.layer = std::move(layer);
   }
@@ -242,6 +262,8 @@ BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, in
   view.dim = dim;
   view.key = search_key(metric);
   connect_from_entry(built.graph, view, built.entries.front(), std::max<int64_t>(params.connect_width, degree));
+  progress.phase(0.95, 1.0);
+  progress.report(1);
   return built;
 }
 

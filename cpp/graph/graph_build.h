@@ -29,6 +29,8 @@ struct GraphBuildParams {
   int64_t entry_points = 32;
   // Pool width of the searches of the connectivity pass.
   int64_t connect_width = 64;
+  // Reports between the build's steps and pieces of them (cpp/core/progress.h); may be empty.
+  ProgressFn progress;
 };
 
 struct BuiltGraph {

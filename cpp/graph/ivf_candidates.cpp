@@ -9,7 +9,7 @@
 #include "cpp/core/thread_pool.h"
 #include "cpp/distance/vectors.h"
 #include "cpp/exact/knn.h"
-#include "cpp/graph/build_progress.h"
+#include "cpp/core/progress.h"
 #include "cpp/graph/neighbour_lists.h"
 
 namespace quiver {
@@ -93,7 +93,7 @@ void search_list(Metric metric, int64_t dim, const float* x, const std::vector<i
 }  // namespace
 
 bool ivf_candidates(ThreadPool& pool, Metric metric, int64_t dim, int64_t n, const float* x,
-                    const IvfCandidateOptions& options, NeighbourLists& lists, const BuildProgress& progress) {
+                    const IvfCandidateOptions& options, NeighbourLists& lists, const Progress& progress) {
   const int64_t nlist = std::clamp<int64_t>(options.lists, 1, n);
   const int64_t nprobe = std::clamp<int64_t>(options.probes, 1, nlist);
   std::vector<float> centroids(static_cast<size_t>(nlist * dim));

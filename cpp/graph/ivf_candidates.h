@@ -11,7 +11,7 @@
 
 namespace quiver {
 
-class BuildProgress;
+class Progress;
 class NeighbourLists;
 class ThreadPool;
 
@@ -26,6 +26,6 @@ struct IvfCandidateOptions {
 // k-means, 0.25 .. 1 the searches. Returns true when every list probed every list: the candidates
 // are then the exact neighbours and nothing is left to refine.
 bool ivf_candidates(ThreadPool& pool, Metric metric, int64_t dim, int64_t n, const float* x,
-                    const IvfCandidateOptions& options, NeighbourLists& lists, const BuildProgress& progress);
+                    const IvfCandidateOptions& options, NeighbourLists& lists, const Progress& progress);
 
 }  // namespace quiver

@@ -10,7 +10,7 @@
 #include "cpp/core/error.h"
 #include "cpp/core/input.h"
 #include "cpp/graph/approximate_plan.h"
-#include "cpp/graph/build_progress.h"
+#include "cpp/core/progress.h"
 #include "cpp/graph/exact_neighbours.h"
 #include "cpp/graph/ivf_candidates.h"
 #include "cpp/graph/neighbour_lists.h"
@@ -52,7 +52,7 @@ void drop_self(int64_t first_row, int64_t rows, int64_t k, const float* found_d,
 }
 
 void exact_graph(Context& context, Metric metric, int64_t dim, int64_t n, const Input& input, int64_t k,
-                 const BuildProgress& progress, int32_t* neighbours, float* distances) {
+                 const Progress& progress, int32_t* neighbours, float* distances) {
   ExactNeighbours exact(context, metric, dim, n, input);
   const int64_t chunk = std::min(n, context.device() == DeviceKind::cuda ? kExactChunkGpu : kExactChunkCpu);
   std::vector<float> found_d(static_cast<size_t>(chunk * (k + 1)));
@@ -69,7 +69,7 @@ void exact_graph(Context& context, Metric metric, int64_t dim, int64_t n, const 
 // Candidate lists from an inverted file, refined by NN-descent until a control sample's recall
 // reaches the target (or the lists stop changing); the first k of each list written out.
 int64_t approximate_graph(Context& context, Metric metric, int64_t dim, int64_t n, const float* x,
-                          ExactNeighbours& exact, const KnnGraphOptions& options, BuildProgress& progress,
+                          ExactNeighbours& exact, const KnnGraphOptions& options, Progress& progress,
                           int32_t* neighbours, float* distances) {
   const ApproximatePlan plan = plan_approximate(metric, n, options.k, options.target_recall);
   NeighbourLists lists(n, plan.capacity);
@@ -122,7 +122,7 @@ void device_search(gpu::Resources& gpu, const gpu::IvfDevice& ivf, int64_t nprob
 }
 
 void device_approximate_graph(Context& context, Metric metric, int64_t dim, int64_t n, const float* x,
-                              ExactNeighbours& exact, const KnnGraphOptions& options, BuildProgress& progress,
+                              ExactNeighbours& exact, const KnnGraphOptions& options, Progress& progress,
                               int32_t* neighbours, float* distances) {
   gpu::Resources& gpu = context.gpu();
   const int64_t k = options.k;
@@ -200,7 +200,7 @@ KnnGraphStats build(Context& context, Metric metric, int64_t dim, int64_t n, con
   // Asking for every neighbour is asking for the exact graph.
   const bool want_all = options.method == KnnGraphMethod::automatic && options.target_recall >= 1;
   stats.method = want_all ? KnnGraphMethod::exact : resolve_knn_graph_method(context, options.method, n, dim);
-  BuildProgress progress(options.progress);
+  Progress progress(options.progress, "knn_graph");
   const bool gpu = context.device() == DeviceKind::cuda;
   // The approximate builders read rows on the host; the exact search reads them where they are.
   const Input input = prepare_input(context, "x", x, n, dim, metric, gpu && stats.method == KnnGraphMethod::exact);

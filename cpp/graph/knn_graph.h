@@ -4,9 +4,9 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 
 #include "cpp/core/metric.h"
+#include "cpp/core/progress.h"
 
 namespace quiver {
 
@@ -19,11 +19,6 @@ enum class KnnGraphMethod : int32_t {
                    // sample of exact neighbours shows target_recall (or the lists stop changing)
 };
 
-// Called between pieces of work with the fraction done (0 .. 1); return false to cancel the build,
-// which then throws Status::cancelled (QV_ERR_CANCELLED); the outputs may then be partly written.
-// Called on the thread that called knn_graph, never on a pool thread.
-using ProgressFn = std::function<bool(double fraction)>;
-
 struct KnnGraphOptions {
   int64_t k = 32;
   KnnGraphMethod method = KnnGraphMethod::automatic;
@@ -33,7 +28,9 @@ struct KnnGraphOptions {
   // Points whose exact neighbours are computed to estimate the recall of an approximate graph;
   // 0: no estimate (KnnGraphStats::recall stays -1).
   int64_t recall_sample = 0;
-  ProgressFn progress;  // may be empty
+  // May be empty (cpp/core/progress.h); cancelling throws Status::cancelled (QV_ERR_CANCELLED), the
+  // outputs then partly written.
+  ProgressFn progress;
 };
 
 struct KnnGraphStats {

@@ -7,7 +7,7 @@
 #include "cpp/core/random.h"
 #include "cpp/core/thread_pool.h"
 #include "cpp/distance/vectors.h"
-#include "cpp/graph/build_progress.h"
+#include "cpp/core/progress.h"
 #include "cpp/graph/neighbour_lists.h"
 
 namespace quiver {
@@ -108,7 +108,7 @@ void merge_unique(const int32_t* a, int32_t na, const int32_t* b, int32_t nb, st
 }  // namespace
 
 NnDescentStats nn_descent(ThreadPool& pool, Metric metric, int64_t dim, int64_t n, const float* x,
-                          const NnDescentOptions& options, NeighbourLists& lists, const BuildProgress& progress) {
+                          const NnDescentOptions& options, NeighbourLists& lists, const Progress& progress) {
   NnDescentStats stats;
   const int64_t width = std::clamp<int64_t>(options.sample, 1, lists.capacity());
   const bool similarity = larger_is_closer(metric);

@@ -17,7 +17,7 @@
 
 namespace quiver {
 
-class BuildProgress;
+class Progress;
 class NeighbourLists;
 class ThreadPool;
 
@@ -40,7 +40,7 @@ struct NnDescentStats {
 // x: n x dim host floats, finite, normalised for cosine; lists: filled, entries not yet joined
 // flagged new or inserted_now. Progress: the fraction of max_iterations run.
 NnDescentStats nn_descent(ThreadPool& pool, Metric metric, int64_t dim, int64_t n, const float* x,
-                          const NnDescentOptions& options, NeighbourLists& lists, const BuildProgress& progress);
+                          const NnDescentOptions& options, NeighbourLists& lists, const Progress& progress);
 
 // Fills every list that holds fewer than capacity entries with other points (random ones, with their
 // exact keys), so that each point has a full list to refine and to answer with.

@@ -115,7 +115,9 @@ void GraphIndex::rebuild(int64_t n, const float* x, const int64_t* new_ids) {
   ids.insert(ids.end(), new_ids, new_ids + n);
   IdMap id_map;
   id_map.append(total, ids.data());
-  BuiltGraph built = build_graph(context(), metric(), vectors.data(), total, dim(), build_params(spec_));
+  GraphBuildParams params = build_params(spec_);
+  params.progress = progress();
+  BuiltGraph built = build_graph(context(), metric(), vectors.data(), total, dim(), params);
   std::vector<uint8_t> removed(static_cast<size_t>(total), 0);
   ReducedSpace walk = cpu_walks_projection() ? make_walk_space(context().pool(), vectors.data(), total, dim(), metric())
                                              : ReducedSpace{};

@@ -66,11 +66,19 @@ void Index::check_range_cap(const RangeResult& result, const SearchOptions& opti
   }
 }
 
+template <typename Step>
+void Index::with_progress(const char* call, Step step) {
+  Progress progress(progress_, call);
+  progress.report(0);
+  step();
+  if (progress_) progress_(1.0);
+}
+
 void Index::train(int64_t n, const float* x) {
   require_vectors("train");
   check_count("n", n);
   const Input input = prepare_input(context_, "x", x, n, dim_, metric_, reads_device_memory());
-  do_train(n, input.data);
+  with_progress("train", [&] { do_train(n, input.data); });
 }
 
 void Index::add(int64_t n, const float* x, const int64_t* ids) {
@@ -79,7 +87,7 @@ void Index::add(int64_t n, const float* x, const int64_t* ids) {
   if (!is_trained()) fail(Status::not_trained, "the index (", descriptor_, ") must be trained before add");
   if (n == 0) return;
   const Input input = prepare_input(context_, "x", x, n, dim_, metric_, reads_device_memory());
-  do_add(n, input.data, ids);
+  with_progress("add", [&] { do_add(n, input.data, ids); });
 }
 
 void Index::search(int64_t nq, const float* queries, int64_t k, const SearchOptions& options,
@@ -113,7 +121,7 @@ void Index::add_strings(const Strings& x, const int64_t* ids) {
   require_strings("add strings");
   check_strings("strings", x);
   if (x.n == 0) return;
-  do_add_strings(x, ids);
+  with_progress("add", [&] { do_add_strings(x, ids); });
 }
 
 void Index::search_strings(const Strings& queries, int64_t k, const SearchOptions& options, float* distances,

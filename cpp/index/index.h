@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "cpp/core/compute_mode.h"
 #include "cpp/core/context.h"
 #include "cpp/core/metric.h"
+#include "cpp/core/progress.h"
 #include "cpp/exact/range.h"
 #include "cpp/metric/objects.h"
 #include "cpp/select/topk.h"
@@ -117,6 +119,12 @@ class Index {
                       int64_t* ids) const;
   RangeResult range_search_strings(const Strings& queries, float radius, const SearchOptions& options) const;
 
+  // The caller's callback for train / add / add_strings (qv_index_set_progress; empty: none). Each
+  // reports 0 before any change (a cancel then leaves the index as it was) and 1 once done; a kind
+  // with long work (a graph index's build) reports in between, through progress(), and keeps the
+  // index unchanged when a report cancels.
+  void set_progress(ProgressFn callback) { progress_ = std::move(callback); }
+
   // The kind's own part of a saved index (after the common header) and its inverse.
   virtual void save_payload(ByteWriter& out) const = 0;
   virtual void load_payload(ByteReader& in, int64_t count) = 0;
@@ -124,6 +132,9 @@ class Index {
  protected:
   // The multi-device kinds validate a call once and hand it to their parts' do_* members.
   friend class CompositeIndex;
+
+  // set_progress's callback, for the kinds' reports during train and add.
+  const ProgressFn& progress() const { return progress_; }
 
   // Vectors are finite, normalised for cosine, n >= 1; ids validated by the kind (see IdMap).
   virtual void do_train(int64_t n, const float* x) = 0;
@@ -147,11 +158,16 @@ class Index {
   void check_range_search(int64_t nq, float radius, const SearchOptions& options) const;
   // Status::too_many_results when a query has more hits than options.max_range_results.
   void check_range_cap(const RangeResult& result, const SearchOptions& options) const;
+  // Runs a train / add step between the reports of 0 (may cancel) and 1 (the work is done, and the
+  // callback's answer no longer matters).
+  template <typename Step>
+  void with_progress(const char* call, Step step);
 
   Context& context_;
   std::string descriptor_;
   int64_t dim_;
   Metric metric_;
+  ProgressFn progress_;
 };
 
 }  // namespace quiver

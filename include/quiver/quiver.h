@@ -417,8 +417,22 @@ QV_API void qv_index_free(qv_index_t *index);
  * on a CUDA context the k-means runs on the GPU. Training a trained index again replaces its model
  * while it holds no vectors; with vectors in it, QV_ERR_INVALID_ARGUMENT (remove them first).
  * Needs exclusive access. Returns QV_OK, QV_ERR_INVALID_ARGUMENT (NULL x with n > 0, n < 0, NaN or
- * Inf in x, too few vectors), QV_ERR_OUT_OF_*_MEMORY. */
+ * Inf in x, too few vectors), QV_ERR_CANCELLED (qv_index_set_progress), QV_ERR_OUT_OF_*_MEMORY. */
 QV_API qv_status_t qv_index_train(qv_index_t *index, int64_t n, const float *x);
+
+/* Called between pieces of a long call with the fraction done (0 .. 1, non-decreasing), on the
+ * thread that made the call. Return 0 to go on, nonzero to cancel: the call then returns
+ * QV_ERR_CANCELLED. It must not call quiver on the same context. */
+typedef int (*qv_progress_fn_t)(double fraction, void *user_data);
+
+/* The progress of long work on the index: qv_index_train, qv_index_add and qv_index_add_strings call
+ * fn (as qv_progress_fn_t says) with 0 before any change, then, for a graph index's build, as the
+ * build goes, and with 1 once done (its answer then no longer matters). A cancel leaves the index as
+ * it was: QV_ERR_CANCELLED, nothing added or trained. fn NULL removes the callback (the default:
+ * none). The index holds fn and user_data until replaced or freed. Multi-device indexes ("Sharded",
+ * "Replicated", "Routed") report 0 and 1 only. Needs exclusive access. Returns QV_OK or
+ * QV_ERR_INVALID_ARGUMENT (NULL index). */
+QV_API qv_status_t qv_index_set_progress(qv_index_t *index, qv_progress_fn_t fn, void *user_data);
 
 /* Adds n vectors.
  *
@@ -426,7 +440,8 @@ QV_API qv_status_t qv_index_train(qv_index_t *index, int64_t n, const float *x);
  * ids  NULL to number the vectors consecutively after the largest id in the index (0, 1, ... for an
  *      empty index), else n ids >= 0, unique within the call and not already in the index.
  * Needs exclusive access. Returns QV_OK, QV_ERR_INVALID_ARGUMENT (names the offending row or id),
- * QV_ERR_NOT_TRAINED, QV_ERR_OUT_OF_*_MEMORY. On error nothing is added. */
+ * QV_ERR_NOT_TRAINED, QV_ERR_CANCELLED (qv_index_set_progress), QV_ERR_OUT_OF_*_MEMORY. On error
+ * nothing is added. */
 QV_API qv_status_t qv_index_add(qv_index_t *index, int64_t n, const float *x, const int64_t *ids);
 
 /* Searches the k nearest neighbours of each of nq queries.
@@ -603,11 +618,6 @@ enum qv_knn_graph_method_code {
   QV_KNN_GRAPH_EXACT = 1,      /* tiled brute force: on the GPU on a CUDA context, else the CPU */
   QV_KNN_GRAPH_APPROXIMATE = 2 /* inverted-file candidates refined by NN-descent, on the CPU threads */
 };
-
-/* Called between pieces of a long call with the fraction done (0 .. 1, non-decreasing), on the
- * thread that made the call. Return 0 to go on, nonzero to cancel: the call then returns
- * QV_ERR_CANCELLED. It must not call quiver on the same context. */
-typedef int (*qv_progress_fn_t)(double fraction, void *user_data);
 
 typedef struct qv_knn_graph_params {
   uint32_t struct_size;         /* sizeof(qv_knn_graph_params_t), set by qv_knn_graph_params_init */

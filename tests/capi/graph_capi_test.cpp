@@ -176,6 +176,68 @@ TEST_F(CapiGraph, TheCpuIgnoresEveryValidGraphWalk) {
   EXPECT_EQ(combinations, 4 * 4 * 12);
 }
 
+struct ProgressLog {
+  std::vector<double> fractions;
+  double stop_at = 2;  // cancels the first report at or past this fraction
+};
+
+int RecordProgress(double fraction, void* user) {
+  auto* log = static_cast<ProgressLog*>(user);
+  log->fractions.push_back(fraction);
+  return fraction >= log->stop_at ? 1 : 0;
+}
+
+int64_t Count(const qv_index_t* index) {
+  qv_index_info_t info;
+  qv_index_info_init(&info);
+  EXPECT_EQ(qv_index_info(index, &info), QV_OK);
+  return info.count;
+}
+
+// qv_index_set_progress: the build reports from 0 to 1 as it goes; a cancel part way, or at the
+// first report of an add after the build, leaves the index as it was; NULL removes the callback.
+TEST_F(CapiGraph, ProgressFollowsTheBuildAndACancelChangesNothing) {
+  Index index = MakeIndex(ctx_.get(), kDim, QV_METRIC_L2, "Graph16");
+  ASSERT_TRUE(index);
+  ProgressLog log;
+  QV_ASSERT_OK(qv_index_set_progress(index.get(), RecordProgress, &log));
+  QV_ASSERT_OK(qv_index_add(index.get(), kN, x_.data(), nullptr));
+  ASSERT_GE(log.fractions.size(), 5u) << "the build's steps report";
+  EXPECT_EQ(log.fractions.front(), 0.0);
+  EXPECT_EQ(log.fractions.back(), 1.0);
+  EXPECT_TRUE(std::is_sorted(log.fractions.begin(), log.fractions.end()));
+
+  // Cancelled half way through a build (a new index), and at the start of an add to a built one.
+  Index fresh = MakeIndex(ctx_.get(), kDim, QV_METRIC_L2, "Graph16");
+  ASSERT_TRUE(fresh);
+  ProgressLog stop;
+  stop.stop_at = 0.5;
+  QV_ASSERT_OK(qv_index_set_progress(fresh.get(), RecordProgress, &stop));
+  EXPECT_EQ(qv_index_add(fresh.get(), kN, x_.data(), nullptr), QV_ERR_CANCELLED);
+  EXPECT_NE(std::string(qv_last_error_message()).find("cancelled"), std::string::npos) << qv_last_error_message();
+  EXPECT_GE(stop.fractions.back(), 0.5);
+  EXPECT_EQ(Count(fresh.get()), 0);
+  stop.stop_at = 0;
+  stop.fractions.clear();
+  QV_ASSERT_OK(qv_index_set_progress(index.get(), RecordProgress, &stop));
+  EXPECT_EQ(qv_index_add(index.get(), 1, q_.data(), nullptr), QV_ERR_CANCELLED);
+  EXPECT_EQ(stop.fractions, std::vector<double>{0.0});
+  EXPECT_EQ(Count(index.get()), kN);
+
+  // Without the callback the same calls go through, and the built index searches as one never
+  // cancelled.
+  QV_ASSERT_OK(qv_index_set_progress(fresh.get(), nullptr, nullptr));
+  QV_ASSERT_OK(qv_index_add(fresh.get(), kN, x_.data(), nullptr));
+  EXPECT_EQ(Count(fresh.get()), kN);
+  std::vector<float> d1(size_t(kNq * kK)), d2(size_t(kNq * kK));
+  std::vector<int64_t> i1(size_t(kNq * kK)), i2(size_t(kNq * kK));
+  QV_ASSERT_OK(qv_index_search(index.get(), kNq, q_.data(), kK, nullptr, d1.data(), i1.data()));
+  QV_ASSERT_OK(qv_index_search(fresh.get(), kNq, q_.data(), kK, nullptr, d2.data(), i2.data()));
+  EXPECT_EQ(i1, i2);
+  EXPECT_EQ(d1, d2);
+  EXPECT_EQ(qv_index_set_progress(nullptr, RecordProgress, &log), QV_ERR_INVALID_ARGUMENT);
+}
+
 TEST_F(CapiGraph, BadInputLeavesTheIndexUnchanged) {
   Index graph = MakeIndex(ctx_.get(), kDim, QV_METRIC_L2, "Graph16");
   ASSERT_TRUE(graph);

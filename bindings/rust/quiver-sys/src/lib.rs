@@ -368,6 +368,13 @@ extern "C" {
     pub fn qv_index_free(index: *mut qv_index_t);
     /// Trains the index on `n x dim` vectors. Needs exclusive access.
     pub fn qv_index_train(index: *mut qv_index_t, n: i64, x: *const f32) -> qv_status_t;
+    /// Sets (NULL: removes) the callback of the index's train and add calls, with its user data.
+    /// Needs exclusive access.
+    pub fn qv_index_set_progress(
+        index: *mut qv_index_t,
+        fn_: qv_progress_fn_t,
+        user_data: *mut c_void,
+    ) -> qv_status_t;
     /// Adds `n x dim` vectors with ids (NULL: consecutive). Needs exclusive access; on error nothing is added.
     pub fn qv_index_add(
         index: *mut qv_index_t,

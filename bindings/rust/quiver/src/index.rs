@@ -9,6 +9,7 @@ use crate::context::{Context, Device};
 use crate::error::{check, Error, Result, Status};
 use crate::metric::Metric;
 use crate::neighbors::Neighbors;
+use crate::progress::ProgressState;
 use crate::range_result::RangeResult;
 use crate::search_params::SearchParams;
 use crate::shape::{c_path, c_string, k_value, output_len, output_slice, rows, to_i64};
@@ -313,6 +314,40 @@ impl Index {
         }
         // SAFETY: exclusive; x holds n x dim floats and ids n entries, read during the call.
         check(unsafe { sys::qv_index_add(self.raw.as_ptr(), n, x.as_ptr(), ids.as_ptr()) })
+    }
+
+    /// Runs `call` (a [`train`](Index::train), [`add`](Index::add), ... of this index) with
+    /// `progress` called, on this thread, with the fraction of each train or add done: 0 before
+    /// any change, then, for a graph index's build, as the build goes, and 1 once done.
+    /// `progress` returning `false` stops the call with
+    /// [`Status::Cancelled`](crate::Status::Cancelled) and leaves the index as it was (a `false`
+    /// at 1 changes nothing: the work is done). A panic in `progress` cancels too and is resumed
+    /// once `call` has returned. Multi-device indexes report 0 and 1 only.
+    pub fn with_progress<P, R>(
+        &mut self,
+        progress: P,
+        call: impl FnOnce(&mut Index) -> Result<R>,
+    ) -> Result<R>
+    where
+        P: FnMut(f64) -> bool,
+    {
+        let mut state = ProgressState::new(progress);
+        let (callback, user) = state.c_callback();
+        // SAFETY: exclusive (&mut self); state outlives the callback's use, which ends when the
+        // guard below removes it (also if `call` panics).
+        check(unsafe { sys::qv_index_set_progress(self.raw.as_ptr(), callback, user) })?;
+        struct Unset(NonNull<sys::qv_index_t>);
+        impl Drop for Unset {
+            fn drop(&mut self) {
+                // SAFETY: the index is alive (borrowed by with_progress); NULL removes the callback.
+                unsafe { sys::qv_index_set_progress(self.0.as_ptr(), None, ptr::null_mut()) };
+            }
+        }
+        let unset = Unset(self.raw);
+        let result = call(self);
+        drop(unset);
+        state.resume_panic();
+        result
     }
 
     /// Searches the `k` nearest neighbours (1 ..= [`MAX_K`](crate::MAX_K)) of each row of `queries`

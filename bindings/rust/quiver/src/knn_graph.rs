@@ -1,14 +1,12 @@
 //! `knn_graph`: the k-nearest-neighbour graph of a vector set.
 
-use std::any::Any;
 use std::fmt;
-use std::os::raw::{c_int, c_void};
-use std::panic::{self, AssertUnwindSafe};
 
 use crate::context::Context;
 use crate::error::{check, Error, Result};
 use crate::metric::Metric;
 use crate::neighbors::Neighbors;
+use crate::progress::ProgressState;
 use crate::shape::{k_value, output_len, rows, to_i64};
 use quiver_sys as sys;
 
@@ -160,42 +158,12 @@ pub fn knn_graph_with_progress<F: FnMut(f64) -> bool>(
     params: &KnnGraphParams,
     progress: F,
 ) -> Result<KnnGraph> {
-    let mut state = ProgressState {
-        callback: progress,
-        panic: None,
-    };
+    let mut state = ProgressState::new(progress);
     let mut raw = params.raw;
-    raw.progress = Some(trampoline::<F>);
-    raw.user_data = &mut state as *mut ProgressState<F> as *mut c_void;
+    (raw.progress, raw.user_data) = state.c_callback();
     let result = build(context, metric, dim, x, k, raw);
-    if let Some(payload) = state.panic.take() {
-        panic::resume_unwind(payload);
-    }
+    state.resume_panic();
     result
-}
-
-struct ProgressState<F> {
-    callback: F,
-    panic: Option<Box<dyn Any + Send>>,
-}
-
-// Called by the library on the thread of the knn_graph call, while `state` is borrowed by it.
-unsafe extern "C" fn trampoline<F: FnMut(f64) -> bool>(fraction: f64, user: *mut c_void) -> c_int {
-    // SAFETY: user is the &mut ProgressState<F> of knn_graph_with_progress, alive for the whole call,
-    // and the library calls this on that call's thread only, never twice at once.
-    let state = unsafe { &mut *(user as *mut ProgressState<F>) };
-    if state.panic.is_some() {
-        return 1;
-    }
-    // A panic must not unwind through the library's frames.
-    match panic::catch_unwind(AssertUnwindSafe(|| (state.callback)(fraction))) {
-        Ok(true) => 0,
-        Ok(false) => 1,
-        Err(payload) => {
-            state.panic = Some(payload);
-            1
-        }
-    }
 }
 
 fn build(

@@ -67,6 +67,7 @@ mod knn;
 mod knn_graph;
 mod metric;
 mod neighbors;
+mod progress;
 mod range_result;
 mod search_params;
 mod shape;

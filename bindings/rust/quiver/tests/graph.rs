@@ -242,3 +242,40 @@ fn cpu_searches_ignore_every_valid_graph_walk() {
     }
     assert_eq!(combinations, 4 * 4 * 12);
 }
+
+#[test]
+fn graph_build_reports_progress_and_a_cancel_changes_nothing() {
+    let base = clustered(1000, DIM, 6);
+    let mut graph = Index::new(&context(), "Graph16", DIM, Metric::L2).unwrap();
+    let mut seen = Vec::new();
+    graph
+        .with_progress(
+            |f| {
+                seen.push(f);
+                true
+            },
+            |index| index.add(&base),
+        )
+        .unwrap();
+    assert!(seen.len() >= 5, "the build's steps report: {seen:?}");
+    assert_eq!(seen.first(), Some(&0.0));
+    assert_eq!(seen.last(), Some(&1.0));
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+
+    // Cancelled half way through a build: nothing added; the callback is gone afterwards.
+    let mut fresh = Index::new(&context(), "Graph16", DIM, Metric::L2).unwrap();
+    let err = fresh
+        .with_progress(|f| f < 0.5, |index| index.add(&base))
+        .unwrap_err();
+    assert_eq!(err.status, Status::Cancelled);
+    assert_eq!(fresh.info().unwrap().count, 0);
+    fresh.add(&base).unwrap();
+    assert_eq!(fresh.info().unwrap().count, 1000);
+
+    // A panic in the callback cancels the add and comes back out of with_progress.
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        graph.with_progress(|_| panic!("stop"), |index| index.add(&clustered(3, DIM, 7)))
+    }));
+    assert!(caught.is_err());
+    assert_eq!(graph.info().unwrap().count, 1000);
+}
