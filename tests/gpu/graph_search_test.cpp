@@ -290,6 +290,22 @@ TEST(GpuGraphSearch, QueriesPerWarpTakeTheSameHashedWalks) {
   }
 }
 
+// A layer (its vectors or codes left to the caller) over graph_rows, linked by adjacency, whose
+// walks of a queue of `width` start from the two entries and give two start rows.
+gpu::GraphLayer two_start_layer(const std::vector<int32_t>& graph_rows, int64_t degree,
+                                const std::vector<int32_t>& adjacency, const int32_t (&entries)[2], int64_t width) {
+  gpu::GraphLayer layer;
+  layer.rows = int64_t(graph_rows.size());
+  layer.degree = degree;
+  layer.adjacency = adjacency.data();
+  layer.graph_rows = graph_rows.data();
+  layer.entries = entries;
+  layer.entry_count = 2;
+  layer.width = width;
+  layer.starts = 2;
+  return layer;
+}
+
 // The entry layer (graph_upload_layer): walks start from the rows its walk finds, not from the
 // graph's entry points. Two components the graph never links (a k-NN graph of each; the second
 // offset far away) and the graph's entry point in the first: a query near the second reaches it only
@@ -318,16 +334,8 @@ TEST(GpuGraphSearch, EntryLayerStartsTheWalkNearTheQuery) {
   }
   const std::vector<int32_t> layer_adjacency = knn_graph(true, layer_vectors, kDim, kDegree);
   const int32_t layer_entries[] = {0, int32_t(half / kEvery)};  // a sample row in each component
-  gpu::GraphLayer layer;
-  layer.rows = int64_t(layer_rows.size());
+  gpu::GraphLayer layer = two_start_layer(layer_rows, kDegree, layer_adjacency, layer_entries, 16);
   layer.vectors = layer_vectors.data();
-  layer.degree = kDegree;
-  layer.adjacency = layer_adjacency.data();
-  layer.graph_rows = layer_rows.data();
-  layer.entries = layer_entries;
-  layer.entry_count = 2;
-  layer.width = 16;
-  layer.starts = 2;
 
   gpu::GraphDevicePtr graph = gpu::make_graph(resources, kDim, Metric::l2);
   gpu::graph_upload(resources, *graph, n, x.data(), kDegree, adjacency.data(), nullptr, &entry, 1);
@@ -400,16 +408,8 @@ TEST(GpuGraphSearch, HashedEntryLayerStartsTheWalkNearTheQuery) {
   std::vector<int32_t> layer_adjacency = ring_with_chords(layer_half, 0);
   for (int32_t r : ring_with_chords(layer_half, layer_half)) layer_adjacency.push_back(r);
   const int32_t layer_entries[] = {0, int32_t(layer_half)};
-  gpu::GraphLayer layer;
-  layer.rows = int64_t(layer_rows.size());
+  gpu::GraphLayer layer = two_start_layer(layer_rows, kDegree, layer_adjacency, layer_entries, 8);
   layer.codes = layer_codes.data();
-  layer.degree = kDegree;
-  layer.adjacency = layer_adjacency.data();
-  layer.graph_rows = layer_rows.data();
-  layer.entries = layer_entries;
-  layer.entry_count = 2;
-  layer.width = 8;
-  layer.starts = 2;
 
   gpu::GraphDevicePtr graph = gpu::make_graph(resources, kWords, Metric::l2);
   const int32_t entry = 0;
