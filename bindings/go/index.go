@@ -128,7 +128,8 @@ func (ix *Index) Close() error {
 func (ix *Index) Train(x []float32) error { return ix.train(x, nil) }
 
 // TrainWithProgress trains as Train does, calling progress (on the calling goroutine) with the
-// fraction done: 0 before any change and 1 once done. progress returning false stops the call with
+// fraction done: 0 before any change, then after each k-means iteration of an IVF index, and 1 once
+// done. progress returning false stops the call with
 // ErrCancelled and leaves the index as it was; a panic in progress cancels too and is raised again
 // once the call has returned.
 func (ix *Index) TrainWithProgress(x []float32, progress func(float64) bool) error {

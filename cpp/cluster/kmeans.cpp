@@ -58,11 +58,13 @@ KmeansResult kmeans(ThreadPool& pool, int64_t dim, int64_t n, const float* x, in
 
   std::vector<int64_t> labels(static_cast<size_t>(n_train));
   std::vector<float> distances(static_cast<size_t>(n_train));
+  const Progress progress(options.progress, "k-means");
   for (int64_t it = 0; it < options.iterations; ++it) {
     assign(pool, dim, n_train, train, k, centroids, labels.data(), distances.data());
     std::vector<int64_t> counts =
         update_centroids(pool, dim, n_train, train, k, labels.data(), kUpdateSlices, centroids);
     split_empty(dim, k, counts, centroids, random);
+    progress.report(double(it + 1) / double(options.iterations));
   }
 
   // Final assignment of every point, for the outputs.

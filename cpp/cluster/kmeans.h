@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "cpp/core/progress.h"
+
 namespace quiver {
 
 class ThreadPool;
@@ -12,6 +14,8 @@ struct KmeansOptions {
   int64_t iterations = 20;
   uint64_t seed = 1234;
   int64_t max_points_per_centroid = 256;  // 0: train on every point
+  // Reports the iterations done after each (cpp/core/progress.h); may be empty.
+  ProgressFn progress;
 };
 
 struct KmeansResult {

@@ -32,7 +32,7 @@ void GpuIvfIndex::do_train(int64_t n, const float* x) {
     check_vectors("x", host.data(), n, dim(), false);
     x = host.data();
   }
-  auto model = std::make_unique<IvfModel>(train_ivf_model(context(), spec_, metric(), dim(), n, x));
+  auto model = std::make_unique<IvfModel>(train_ivf_model(context(), spec_, metric(), dim(), n, x, progress()));
   gpu::IvfDevicePtr ivf = gpu::make_ivf(context().gpu(), model_view(*model, spec_.host_ids));
   model_ = std::move(model);
   ivf_ = std::move(ivf);

@@ -43,7 +43,7 @@ void IvfIndex::do_train(int64_t n, const float* x) {
   if (count() > 0)
     fail(Status::invalid_argument, "the index (", descriptor(), ") is trained and holds ", count(),
          " vectors, whose codes belong to its model: remove them, or create a new index, to train again");
-  auto model = std::make_unique<IvfModel>(train_ivf_model(context(), spec_, metric(), dim(), n, x));
+  auto model = std::make_unique<IvfModel>(train_ivf_model(context(), spec_, metric(), dim(), n, x, progress()));
   auto lists = std::make_unique<InvertedLists>(model->nlist, list_layout(*model));
   install(std::move(model), std::move(lists));
 }

@@ -58,7 +58,7 @@ int64_t IvfModel::memory_bytes() const {
 }
 
 IvfModel train_ivf_model(Context& context, const IvfSpec& spec, Metric metric, int64_t dim, int64_t n,
-                         const float* x) {
+                         const float* x, const ProgressFn& progress) {
   if (n < spec.nlist)
     fail(Status::invalid_argument, "training IVF", spec.nlist, " needs at least ", spec.nlist, " vectors, got ", n,
          " (the k-means needs a vector per list)");
@@ -95,7 +95,11 @@ IvfModel train_ivf_model(Context& context, const IvfSpec& spec, Metric metric, i
     train = sample.data();
   }
 
+  // The coarse k-means is most of the time; the PQ's (256 centroids a sub-space) the rest.
+  Progress reports(progress, "train");
+  reports.phase(0.0, spec.is_pq() ? 0.8 : 1.0);
   KmeansOptions options;
+  options.progress = reports.nested();
   options.iterations = kCoarseIterations;
   options.seed = kIvfTrainingSeed + kKmeansSeedOffset;
   options.max_points_per_centroid = kCoarseTrainingPerList;
@@ -121,6 +125,8 @@ IvfModel train_ivf_model(Context& context, const IvfSpec& spec, Metric metric, i
     pq_options.max_training_vectors = kPqTrainingVectors;
     model.pq = train_product_quantizer(context, dim, spec.pq_m, n_quantizer, residuals.data(),
                                        kIvfTrainingSeed + kPqSeedOffset, pq_options);
+    reports.phase(0.8, 1.0);
+    reports.report(1);
   }
   return model;
 }

@@ -58,9 +58,10 @@ inline Metric scoring_metric(Metric metric) { return metric == Metric::l2 ? Metr
 
 // Trains on n x dim finite host vectors (normalised for cosine): a seeded sample, the OPQ rotation,
 // coarse k-means (gpu::kmeans on a CUDA context), the PQ of the residuals. Throws invalid_argument
-// when n < nlist, or n < 256 for PQ.
+// when n < nlist, or n < 256 for PQ. progress (may be empty): the k-means iterations as they go,
+// then the end of the PQ's training.
 IvfModel train_ivf_model(Context& context, const IvfSpec& spec, Metric metric, int64_t dim, int64_t n,
-                         const float* x);
+                         const float* x, const ProgressFn& progress);
 
 // Completes a model whose centroids (and rotation, codebooks) were set, e.g. after loading: the
 // centroids' norms and bfloat16 copy.

@@ -216,6 +216,7 @@ KmeansResult kmeans(Resources& resources, int64_t dim, int64_t n, const float* x
   Update update(resources, n_train, k, dim);
   std::vector<int64_t> counts;
   std::vector<float> host_centroids;
+  const Progress progress(options.progress, "k-means");
   for (int64_t it = 0; it < options.iterations; ++it) {
     knn(resources, Metric::l2, c_dev.get(), nullptr, k, dim, train, n_train, 1, distances.get(), labels.get());
     Session session(resources);
@@ -230,6 +231,7 @@ KmeansResult kmeans(Resources& resources, int64_t dim, int64_t n, const float* x
                      host_centroids.size() * sizeof(float), stream);
     }
     session.finish();
+    progress.report(double(it + 1) / double(options.iterations));
   }
 
   // ---- every point's final assignment, the objective, the outputs ----

@@ -426,8 +426,9 @@ QV_API qv_status_t qv_index_train(qv_index_t *index, int64_t n, const float *x);
 typedef int (*qv_progress_fn_t)(double fraction, void *user_data);
 
 /* The progress of long work on the index: qv_index_train, qv_index_add and qv_index_add_strings call
- * fn (as qv_progress_fn_t says) with 0 before any change, then, for a graph index's build, as the
- * build goes, and with 1 once done (its answer then no longer matters). A cancel leaves the index as
+ * fn (as qv_progress_fn_t says) with 0 before any change, then as the work goes where it is long (a
+ * graph index's build; an IVF index's training, after each k-means iteration), and with 1 once done
+ * (its answer then no longer matters). A cancel leaves the index as
  * it was: QV_ERR_CANCELLED, nothing added or trained. fn NULL removes the callback (the default:
  * none). The index holds fn and user_data until replaced or freed. Multi-device indexes ("Sharded",
  * "Replicated", "Routed") report 0 and 1 only. Needs exclusive access. Returns QV_OK or

@@ -263,3 +263,53 @@ TEST_F(CapiIvf, FilterAndRangeSearch) {
 }
 
 }  // namespace
+
+namespace {
+
+struct Fractions {
+  std::vector<double> seen;
+  double stop_at = 2;  // cancels the first report at or past this fraction
+};
+
+int Record(double fraction, void* user) {
+  auto* f = static_cast<Fractions*>(user);
+  f->seen.push_back(fraction);
+  return fraction >= f->stop_at ? 1 : 0;
+}
+
+// Training reports the k-means iterations (and the end of the PQ's training) between 0 and 1; a
+// cancel part way leaves the index untrained, and a later train without the callback succeeds.
+TEST_F(CapiIvf, TrainingReportsProgressAndACancelLeavesItUntrained) {
+  const int64_t dim = 16;
+  const auto x = Clustered(n_, dim, 3);
+  for (const char* descriptor : {"IVF16,Flat", "IVF16,PQ4"}) {
+    SCOPED_TRACE(descriptor);
+    qv_index_t* raw = nullptr;
+    QV_ASSERT_OK(qv_index_create(ctx_.get(), descriptor, dim, QV_METRIC_L2, &raw));
+    Index index(raw);
+    Fractions all;
+    QV_ASSERT_OK(qv_index_set_progress(index.get(), Record, &all));
+    QV_ASSERT_OK(qv_index_train(index.get(), n_, x.data()));
+    ASSERT_GE(all.seen.size(), 10u) << "one report an iteration";
+    EXPECT_EQ(all.seen.front(), 0.0);
+    EXPECT_EQ(all.seen.back(), 1.0);
+    EXPECT_TRUE(std::is_sorted(all.seen.begin(), all.seen.end()));
+
+    qv_index_t* other = nullptr;
+    QV_ASSERT_OK(qv_index_create(ctx_.get(), descriptor, dim, QV_METRIC_L2, &other));
+    Index fresh(other);
+    Fractions stop;
+    stop.stop_at = 0.3;
+    QV_ASSERT_OK(qv_index_set_progress(fresh.get(), Record, &stop));
+    EXPECT_EQ(qv_index_train(fresh.get(), n_, x.data()), QV_ERR_CANCELLED);
+    qv_index_info_t info;
+    qv_index_info_init(&info);
+    QV_ASSERT_OK(qv_index_info(fresh.get(), &info));
+    EXPECT_EQ(info.is_trained, 0);
+    EXPECT_EQ(qv_index_add(fresh.get(), n_, x.data(), nullptr), QV_ERR_NOT_TRAINED);
+    QV_ASSERT_OK(qv_index_set_progress(fresh.get(), nullptr, nullptr));
+    QV_ASSERT_OK(qv_index_train(fresh.get(), n_, x.data()));
+  }
+}
+
+}  // namespace

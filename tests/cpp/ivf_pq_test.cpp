@@ -31,7 +31,8 @@ TEST(IvfPqTables, KeysAreDistancesToTheReconstruction) {
   const auto x = clustered_vectors(kN, kDim, 20, 1);
   const auto q = clustered_vectors(5, kDim, 20, 2);
   for (Metric metric : {Metric::l2, Metric::inner_product}) {
-    const IvfModel model = train_ivf_model(context, parse_ivf_descriptor("IVF8,PQ12", kDim), metric, kDim, kN, x.data());
+    const IvfModel model =
+        train_ivf_model(context, parse_ivf_descriptor("IVF8,PQ12", kDim), metric, kDim, kN, x.data(), {});
     const std::vector<float> tables = make_pq_list_tables(context.pool(), model);
     EXPECT_EQ(tables.empty(), metric != Metric::l2);
     std::mt19937 gen(3);

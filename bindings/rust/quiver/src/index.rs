@@ -318,7 +318,8 @@ impl Index {
 
     /// Runs `call` (a [`train`](Index::train), [`add`](Index::add), ... of this index) with
     /// `progress` called, on this thread, with the fraction of each train or add done: 0 before
-    /// any change, then, for a graph index's build, as the build goes, and 1 once done.
+    /// any change, then as the work goes where it is long (a graph index's build, an IVF index's
+    /// training), and 1 once done.
     /// `progress` returning `false` stops the call with
     /// [`Status::Cancelled`](crate::Status::Cancelled) and leaves the index as it was (a `false`
     /// at 1 changes nothing: the work is done). A panic in `progress` cancels too and is resumed
