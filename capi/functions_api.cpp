@@ -25,9 +25,10 @@ qv_kmeans_params_t default_kmeans_params() {
   return p;
 }
 
-constexpr size_t kKmeansVersions[] = {QV_FIELD_END(qv_kmeans_params_t, iterations),
-                                      QV_FIELD_END(qv_kmeans_params_t, seed),
-                                      QV_FIELD_END(qv_kmeans_params_t, max_points_per_centroid)};
+constexpr size_t kKmeansVersions[] = {
+    QV_FIELD_END(qv_kmeans_params_t, iterations), QV_FIELD_END(qv_kmeans_params_t, seed),
+    QV_FIELD_END(qv_kmeans_params_t, max_points_per_centroid), QV_FIELD_END(qv_kmeans_params_t, progress),
+    QV_FIELD_END(qv_kmeans_params_t, user_data)};
 
 // What the unsized qv_kmeans_params_init writes, forever.
 constexpr size_t kKmeansUnsizedInitSize = QV_FIELD_END(qv_kmeans_params_t, max_points_per_centroid);
@@ -89,6 +90,12 @@ qv_status_t qv_kmeans(qv_context_t* context, int64_t dim, int64_t n, const float
     options.iterations = p.iterations;
     options.seed = p.seed;
     options.max_points_per_centroid = p.max_points_per_centroid;
+    if (p.progress != nullptr) {
+      const qv_progress_fn_t callback = p.progress;
+      void* const user = p.user_data;
+      // The engine calls it on this thread only (cpp/core/progress.h).
+      options.progress = [callback, user](double fraction) { return callback(fraction, user) == 0; };
+    }
     const quiver::KmeansResult result =
         engine.device() == quiver::DeviceKind::cuda
             ? quiver::gpu::kmeans(engine.gpu(), dim, n, input.data, k, options, centroids, assignments)

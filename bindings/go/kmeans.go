@@ -1,11 +1,36 @@
 package quiver
 
-// #include "quiver_go.h"
+/*
+#include <stdint.h>
+#include "quiver_go.h"
+
+// Defined in Go (progress.go): calls the progress func behind a runtime/cgo handle.
+extern int qvGoProgress(double fraction, uintptr_t handle);
+
+static int qv_go_kmeans_progress(double fraction, void *user_data) {
+  return qvGoProgress(fraction, (uintptr_t)user_data);
+}
+
+// qv_go_kmeans with the progress trampoline set on a copy of the params when handle is not 0: C
+// holds the handle (a number), never a Go pointer, as cgo requires.
+static inline qv_go_status_t qv_go_kmeans_progress_call(qv_go_call_t call, qv_context_t *context, int64_t dim,
+                                                        int64_t n, const float *x, uint32_t k,
+                                                        const qv_kmeans_params_t *params, uintptr_t handle,
+                                                        float *centroids, int64_t *assignments, double *objective) {
+  qv_kmeans_params_t local = *params;
+  if (handle != 0) {
+    local.progress = qv_go_kmeans_progress;
+    local.user_data = (void *)handle;
+  }
+  return qv_go_kmeans(call, context, dim, n, x, k, &local, centroids, assignments, objective);
+}
+*/
 import "C"
 
 import (
 	"math"
 	"runtime"
+	"runtime/cgo"
 )
 
 // KmeansParams tunes Kmeans. Start from DefaultKmeansParams: the zero value means zero iterations.
@@ -13,6 +38,10 @@ type KmeansParams struct {
 	Iterations           int    // Lloyd iterations; default 20
 	Seed                 uint64 // initialisation and sub-sampling seed; default 1234
 	MaxPointsPerCentroid int64  // sub-sample to k times this many points; 0 = use all; default 256
+	// Progress, when not nil, is called on the calling goroutine after each iteration with the
+	// fraction done (0 .. 1); returning false stops the call with ErrCancelled. A panic in it stops
+	// the call too and is raised again once the call has returned.
+	Progress func(fraction float64) bool
 }
 
 // DefaultKmeansParams returns the library's defaults (qv_kmeans_params_init).
@@ -57,6 +86,13 @@ func Kmeans(ctx *Context, dim int, x []float32, k int, p *KmeansParams) (*Kmeans
 		cp.seed = C.uint64_t(p.Seed)
 		cp.max_points_per_centroid = C.int64_t(p.MaxPointsPerCentroid)
 	}
+	var handle cgo.Handle
+	var state *progressState
+	if p != nil && p.Progress != nil {
+		state = &progressState{fn: p.Progress}
+		handle = cgo.NewHandle(state)
+		defer handle.Delete()
+	}
 	c, err := ctx.acquire()
 	if err != nil {
 		return nil, err
@@ -64,9 +100,12 @@ func Kmeans(ctx *Context, dim int, x []float32, k int, p *KmeansParams) (*Kmeans
 	defer ctx.mu.RUnlock()
 	out := &KmeansResult{Centroids: make([]float32, k*dim), Assignments: make([]int64, n)}
 	var objective C.double
-	err = statusError(C.qv_go_kmeans(call(C.qv_kmeans), c, C.int64_t(dim), C.int64_t(n), floats(x),
-		C.uint32_t(k), &cp, floats(out.Centroids), int64s(out.Assignments), &objective))
+	err = statusError(C.qv_go_kmeans_progress_call(call(C.qv_kmeans), c, C.int64_t(dim), C.int64_t(n), floats(x),
+		C.uint32_t(k), &cp, C.uintptr_t(handle), floats(out.Centroids), int64s(out.Assignments), &objective))
 	runtime.KeepAlive(ctx)
+	if state != nil && state.panicked {
+		panic(state.value)
+	}
 	if err != nil {
 		return nil, err
 	}

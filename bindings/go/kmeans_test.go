@@ -1,6 +1,7 @@
 package quiver
 
 import (
+	"errors"
 	"math"
 	"math/rand"
 	"testing"
@@ -118,4 +119,24 @@ func TestKmeansErrors(t *testing.T) {
 	wantError(t, err, ErrInvalidArgument) // checked by the library
 	_, err = Kmeans(nil, 4, x, 2, nil)
 	wantError(t, err, ErrInvalidArgument)
+}
+
+func TestKmeansProgressAndCancel(t *testing.T) {
+	ctx := newContext(t)
+	const k, m, dim = 4, 50, 3
+	x := blobs(k, m, dim)
+	p := DefaultKmeansParams()
+	p.Iterations = 8
+	var seen []float64
+	p.Progress = func(f float64) bool { seen = append(seen, f); return true }
+	if _, err := Kmeans(ctx, dim, x, k, &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 8 || seen[7] != 1 {
+		t.Fatalf("progress %v: want one report an iteration, the last 1", seen)
+	}
+	p.Progress = func(f float64) bool { return f < 0.5 }
+	if _, err := Kmeans(ctx, dim, x, k, &p); !errors.Is(err, ErrCancelled) {
+		t.Fatalf("Kmeans: %v, want ErrCancelled", err)
+	}
 }

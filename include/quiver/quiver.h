@@ -592,6 +592,9 @@ typedef struct qv_kmeans_params {
   uint32_t iterations;            /* Lloyd iterations; default 20 */
   uint64_t seed;                  /* initialisation and sub-sampling seed; default 1234 */
   int64_t max_points_per_centroid; /* sub-sample to k * this many points; 0 = use all; default 256 */
+  qv_progress_fn_t progress;      /* NULL (default) or called after each iteration, as described at
+                                     qv_progress_fn_t */
+  void *user_data;                /* passed to progress; default NULL */
 } qv_kmeans_params_t;
 
 /* Fills *params with defaults. size: sizeof(qv_kmeans_params_t), which the macro qv_kmeans_params_init
@@ -605,7 +608,8 @@ QV_API qv_status_t qv_kmeans_params_init(qv_kmeans_params_t *params);
  * centroids: k x dim, written. assignments: NULL or n entries, the nearest centroid of each vector.
  * objective: NULL or receives the final sum of squared distances to the nearest centroid.
  * Deterministic for a given seed and device, whatever the thread count. Empty clusters are re-seeded
- * by splitting large ones. Returns QV_OK, QV_ERR_INVALID_ARGUMENT, QV_ERR_OUT_OF_*_MEMORY. */
+ * by splitting large ones. Returns QV_OK, QV_ERR_INVALID_ARGUMENT, QV_ERR_CANCELLED (params->progress
+ * asked to stop; centroids then partly written), QV_ERR_OUT_OF_*_MEMORY. */
 QV_API qv_status_t qv_kmeans(qv_context_t *context, int64_t dim, int64_t n, const float *x,
                              uint32_t k, const qv_kmeans_params_t *params, float *centroids,
                              int64_t *assignments, double *objective);

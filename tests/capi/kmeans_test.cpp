@@ -209,6 +209,43 @@ TEST_F(CapiKmeans, OptionalOutputs) {
   EXPECT_GE(obj, 0.0);
 }
 
+int CountIterations(double fraction, void* user) {
+  auto* seen = static_cast<std::vector<double>*>(user);
+  seen->push_back(fraction);
+  return fraction >= 0.5 && seen->size() > 100 ? 1 : 0;  // past 100 reports: cancel at half way
+}
+
+// params->progress: one report an iteration, in order, the last 1; a nonzero answer stops the call
+// (QV_ERR_CANCELLED); params of the size before the callback existed run without one.
+TEST_F(CapiKmeans, ProgressAfterEachIterationAndCancel) {
+  const int64_t dim = 6, n = 600;
+  const std::vector<float> x = RandomVectors(n, dim, 771);
+  std::vector<float> c(10 * dim);
+  qv_kmeans_params_t p;
+  QV_ASSERT_OK(qv_kmeans_params_init(&p));
+  EXPECT_EQ(p.progress, nullptr);
+  EXPECT_EQ(p.user_data, nullptr);
+  p.iterations = 12;
+  std::vector<double> seen;
+  p.progress = CountIterations;
+  p.user_data = &seen;
+  QV_ASSERT_OK(qv_kmeans(ctx_.get(), dim, n, x.data(), 10, &p, c.data(), nullptr, nullptr));
+  ASSERT_EQ(seen.size(), 12u);
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  EXPECT_EQ(seen.back(), 1.0);
+
+  seen.assign(101, 0.0);  // the next report at half way or beyond cancels
+  EXPECT_EQ(qv_kmeans(ctx_.get(), dim, n, x.data(), 10, &p, c.data(), nullptr, nullptr), QV_ERR_CANCELLED);
+  EXPECT_NE(std::string(qv_last_error_message()).find("cancelled"), std::string::npos) << qv_last_error_message();
+  EXPECT_EQ(seen.size(), 101u + 6u) << "stopped at iteration 6 of 12";
+
+  qv_kmeans_params_t older = p;
+  older.struct_size = static_cast<uint32_t>(offsetof(qv_kmeans_params_t, progress));
+  seen.clear();
+  QV_ASSERT_OK(qv_kmeans(ctx_.get(), dim, n, x.data(), 10, &older, c.data(), nullptr, nullptr));
+  EXPECT_TRUE(seen.empty()) << "a struct without the field has no callback";
+}
+
 TEST_F(CapiKmeans, BadArguments) {
   const int64_t dim = 4, n = 50;
   std::vector<float> x = RandomVectors(n, dim, 761);

@@ -259,6 +259,10 @@ pub struct qv_kmeans_params_t {
     pub seed: u64,
     /// Sub-sample to k * this many points; 0 = use all; default 256.
     pub max_points_per_centroid: i64,
+    /// NULL (default) or called after each iteration; see `qv_progress_fn_t`.
+    pub progress: qv_progress_fn_t,
+    /// Passed to `progress`; default NULL.
+    pub user_data: *mut c_void,
 }
 
 /// `qv_knn_graph_method_t`: one of the `QV_KNN_GRAPH_*` codes.

@@ -46,7 +46,7 @@ fn layouts() -> (Vec<String>, Vec<String>) {
             struct_size, dim, metric, is_trained, count, device, device_id, host_bytes,
             device_bytes, descriptor
         }
-        qv_kmeans_params_t { struct_size, iterations, seed, max_points_per_centroid }
+        qv_kmeans_params_t { struct_size, iterations, seed, max_points_per_centroid, progress, user_data }
         qv_knn_graph_params_t {
             struct_size, method, target_recall, seed, recall_sample, progress, user_data
         }
@@ -136,7 +136,7 @@ fn struct_sizes_on_64_bit_targets() {
         assert_eq!(size_of::<qv_context_options_t>(), 276);
         assert_eq!(size_of::<qv_search_params_t>(), 64);
         assert_eq!(size_of::<qv_index_info_t>(), 184);
-        assert_eq!(size_of::<qv_kmeans_params_t>(), 24);
+        assert_eq!(size_of::<qv_kmeans_params_t>(), 40);
         assert_eq!(size_of::<qv_knn_graph_params_t>(), 48);
     }
     #[cfg(feature = "mpi")]

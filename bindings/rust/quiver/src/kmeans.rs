@@ -4,6 +4,7 @@ use std::fmt;
 
 use crate::context::Context;
 use crate::error::{check, Error, Result};
+use crate::progress::ProgressState;
 use crate::shape::{rows, to_i64};
 use quiver_sys as sys;
 
@@ -13,6 +14,11 @@ use quiver_sys as sys;
 pub struct KmeansParams {
     raw: sys::qv_kmeans_params_t,
 }
+
+// SAFETY: the raw struct's only pointer (user_data) is always NULL here; the callback is set on a
+// copy for the duration of one call (kmeans_with_progress).
+unsafe impl Send for KmeansParams {}
+unsafe impl Sync for KmeansParams {}
 
 impl Default for KmeansParams {
     fn default() -> Self {
@@ -28,6 +34,8 @@ impl Default for KmeansParams {
                 iterations: 20,
                 seed: 1234,
                 max_points_per_centroid: 256,
+                progress: None,
+                user_data: std::ptr::null_mut(),
             };
         }
         KmeansParams { raw }
@@ -105,6 +113,36 @@ pub fn kmeans(
     k: usize,
     params: &KmeansParams,
 ) -> Result<Kmeans> {
+    cluster(context, dim, x, k, params.raw)
+}
+
+/// As [`kmeans`], calling `progress` after each iteration with the fraction done (0 to 1, on the
+/// calling thread); `progress` returning `false` stops the call with
+/// [`Status::Cancelled`](crate::Status::Cancelled). A panic in `progress` stops it too and is
+/// resumed once the library has returned.
+pub fn kmeans_with_progress<F: FnMut(f64) -> bool>(
+    context: &Context,
+    dim: usize,
+    x: &[f32],
+    k: usize,
+    params: &KmeansParams,
+    progress: F,
+) -> Result<Kmeans> {
+    let mut state = ProgressState::new(progress);
+    let mut raw = params.raw;
+    (raw.progress, raw.user_data) = state.c_callback();
+    let result = cluster(context, dim, x, k, raw);
+    state.resume_panic();
+    result
+}
+
+fn cluster(
+    context: &Context,
+    dim: usize,
+    x: &[f32],
+    k: usize,
+    raw: sys::qv_kmeans_params_t,
+) -> Result<Kmeans> {
     let n = rows("x", x.len(), dim)?;
     // k > n would make the library reject the call; refusing it here keeps the allocation of the
     // centroids within the size of x. (k = 0 goes through: the library names the error.)
@@ -119,7 +157,8 @@ pub fn kmeans(
     let mut assignments = vec![0i64; n as usize];
     let mut objective = 0f64;
     // SAFETY: a live, thread-safe context; x holds n x dim floats; centroids holds k x dim floats,
-    // assignments n entries; objective is a valid output; params is initialised.
+    // assignments n entries; objective is a valid output; raw is initialised, and its callback (if
+    // any) and user_data stay valid for the call.
     check(unsafe {
         sys::qv_kmeans(
             context.as_raw(),
@@ -127,7 +166,7 @@ pub fn kmeans(
             n,
             x.as_ptr(),
             c_k,
-            &params.raw,
+            &raw,
             centroids.as_mut_ptr(),
             assignments.as_mut_ptr(),
             &mut objective,

@@ -78,7 +78,7 @@ pub use context::{cuda_device_count, Context, ContextBuilder, Device, DeviceKind
 pub use dist::{finalize, DistIndex, DistIndexInfo, DistOptions, MpiComm};
 pub use error::{Error, Result, Status};
 pub use index::{Index, IndexInfo, IndexKind};
-pub use kmeans::{kmeans, Kmeans, KmeansParams};
+pub use kmeans::{kmeans, kmeans_with_progress, Kmeans, KmeansParams};
 pub use knn::knn;
 pub use knn_graph::{knn_graph, knn_graph_with_progress, KnnGraph, KnnGraphMethod, KnnGraphParams};
 pub use metric::{ComputeMode, Metric};

@@ -200,3 +200,21 @@ fn kmeans_params_defaults_and_errors() {
     let err = kmeans(&ctx, DIM, &x[1..], 2, &p).unwrap_err();
     assert!(err.message.contains("multiple of dim"), "{err}");
 }
+
+#[test]
+fn kmeans_progress_follows_the_iterations_and_cancels() {
+    let ctx = context();
+    let (x, _) = clustered(50);
+    let params = KmeansParams::default().with_iterations(8).with_seed(3);
+    let mut seen = Vec::new();
+    let with = quiver::kmeans_with_progress(&ctx, DIM, &x, 4, &params, |f| {
+        seen.push(f);
+        true
+    })
+    .unwrap();
+    assert_eq!(seen.len(), 8, "{seen:?}");
+    assert_eq!(seen.last(), Some(&1.0));
+    assert_eq!(with, kmeans(&ctx, DIM, &x, 4, &params).unwrap());
+    let err = quiver::kmeans_with_progress(&ctx, DIM, &x, 4, &params, |f| f < 0.5).unwrap_err();
+    assert_eq!(err.status, Status::Cancelled);
+}
