@@ -1,6 +1,7 @@
 /* graph_index: a graph index ("Graph32") for high-recall approximate search.
  *
- * Builds a navigable graph of out-degree 32 over clustered vectors (the first add builds it), shows
+ * Builds a navigable graph of out-degree 32 over clustered vectors (the first add builds it, and
+ * reports its progress through qv_index_set_progress), shows
  * how search_width (the walk's candidate pool) trades speed for recall against exact search, then
  * grows the index with a smaller add (inserted with local repair), removes vectors (tombstones,
  * never returned) and checks that a saved copy answers the same. Runs on the CPU; on a CUDA context
@@ -46,6 +47,17 @@ static void clustered(float *x, int64_t n, const float *centres) {
   }
 }
 
+/* The build's progress (qv_index_set_progress): a line at every quarter. Returning nonzero would
+ * cancel the add and leave the index empty. */
+static int print_progress(double fraction, void *user_data) {
+  int *next_quarter = (int *)user_data;
+  while (*next_quarter <= 4 && fraction >= *next_quarter / 4.0) {
+    printf("building Graph32: %d%%\n", *next_quarter * 25);
+    ++*next_quarter;
+  }
+  return 0;
+}
+
 /* Recall@K of ids against the exact ids. */
 static double recall(const int64_t *ids, const int64_t *exact) {
   int64_t q, i, j, hits = 0;
@@ -73,6 +85,7 @@ int main(void) {
   qv_index_info_t info;
   uint32_t width;
   int64_t i, j, removed = 0;
+  int next_quarter = 0;
 
   if (!centres || !base || !queries || !distances || !exact || !ids || !again) {
     fprintf(stderr, "graph_index: out of memory\n");
@@ -94,7 +107,9 @@ int main(void) {
 
   /* No training: the first add builds the graph (k-NN graph, pruning, reverse edges, reachability). */
   CHECK(qv_index_create(context, "Graph32", DIM, QV_METRIC_L2, &graph));
+  CHECK(qv_index_set_progress(graph, print_progress, &next_quarter));
   CHECK(qv_index_add(graph, N, base, NULL));
+  CHECK(qv_index_set_progress(graph, NULL, NULL));
   /* A smaller add (under half the index) inserts the new vectors with local repair. */
   CHECK(qv_index_add(graph, ADDED, base + (int64_t)N * DIM, NULL));
 
