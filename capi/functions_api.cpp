@@ -90,12 +90,7 @@ qv_status_t qv_kmeans(qv_context_t* context, int64_t dim, int64_t n, const float
     options.iterations = p.iterations;
     options.seed = p.seed;
     options.max_points_per_centroid = p.max_points_per_centroid;
-    if (p.progress != nullptr) {
-      const qv_progress_fn_t callback = p.progress;
-      void* const user = p.user_data;
-      // The engine calls it on this thread only (cpp/core/progress.h).
-      options.progress = [callback, user](double fraction) { return callback(fraction, user) == 0; };
-    }
+    options.progress = quiver::capi::progress_callback(p.progress, p.user_data);
     const quiver::KmeansResult result =
         engine.device() == quiver::DeviceKind::cuda
             ? quiver::gpu::kmeans(engine.gpu(), dim, n, input.data, k, options, centroids, assignments)

@@ -71,13 +71,7 @@ qv_status_t qv_knn_graph(qv_context_t* context, qv_metric_t metric, int64_t dim,
     options.target_recall = p.target_recall;
     options.seed = p.seed;
     options.recall_sample = p.recall_sample;
-    if (p.progress != nullptr) {
-      const qv_progress_fn_t callback = p.progress;
-      void* const user = p.user_data;
-      // The engine calls it on this thread only (cpp/core/progress.h), so a binding may call back into
-      // its own runtime from it.
-      options.progress = [callback, user](double fraction) { return callback(fraction, user) == 0; };
-    }
+    options.progress = quiver::capi::progress_callback(p.progress, p.user_data);
     const quiver::KnnGraphStats stats = quiver::knn_graph_ids64(
         *context->context, static_cast<quiver::Metric>(metric), dim, n, x, options, ids, distances);
     if (recall != nullptr) *recall = stats.recall;

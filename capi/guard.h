@@ -1,5 +1,6 @@
 // The one wrapper every C entry point runs in: it clears the thread's error message, runs the body,
 // and turns any exception into a status and a message. Nothing thrown ever crosses the C boundary.
+// Also the checks and conversions the entry points share (pointers, versioned params, callbacks).
 #pragma once
 
 #include <cstddef>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "cpp/core/error.h"
+#include "cpp/core/progress.h"
 #include "quiver/quiver.h"
 
 namespace quiver::capi {
@@ -83,5 +85,13 @@ void init_params(T* params, size_t size, const T& defaults, const char* name, co
 
 // The end offset of a field, for read_params' list of versions.
 #define QV_FIELD_END(type, field) (offsetof(type, field) + sizeof(((type*)nullptr)->field))
+
+// The engine's callback for a qv_progress_fn_t (empty for NULL): nonzero from fn cancels. The
+// engine calls it on the calling thread only (cpp/core/progress.h), so a binding may call back into
+// its own runtime from it.
+inline ProgressFn progress_callback(qv_progress_fn_t fn, void* user_data) {
+  if (fn == nullptr) return {};
+  return [fn, user_data](double fraction) { return fn(fraction, user_data) == 0; };
+}
 
 }  // namespace quiver::capi

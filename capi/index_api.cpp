@@ -1,7 +1,6 @@
 // Index entry points: each checks its pointers and calls the engine (cpp/index, cpp/io).
 #include <cstdlib>
 #include <cstring>
-#include <utility>
 
 #include "capi/guard.h"
 #include "capi/handles.h"
@@ -64,10 +63,7 @@ qv_status_t qv_index_train(qv_index_t* index, int64_t n, const float* x) {
 qv_status_t qv_index_set_progress(qv_index_t* index, qv_progress_fn_t fn, void* user_data) {
   return guarded([&] {
     require_pointer(index, "index");
-    quiver::ProgressFn callback;
-    // The engine calls it on the calling thread only (cpp/core/progress.h).
-    if (fn != nullptr) callback = [fn, user_data](double fraction) { return fn(fraction, user_data) == 0; };
-    index->index->set_progress(std::move(callback));
+    index->index->set_progress(quiver::capi::progress_callback(fn, user_data));
   });
 }
 

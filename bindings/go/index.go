@@ -1,23 +1,6 @@
 package quiver
 
-/*
-#include <stdint.h>
-#include "quiver_go.h"
-
-// Defined in Go (progress.go): calls the progress func behind a runtime/cgo handle.
-extern int qvGoProgress(double fraction, uintptr_t handle);
-
-static int qv_go_index_progress(double fraction, void *user_data) {
-  return qvGoProgress(fraction, (uintptr_t)user_data);
-}
-
-// Sets the index's progress callback to the trampoline with the handle (a number, never a Go
-// pointer, as cgo requires), or removes it for handle 0.
-static inline qv_go_status_t qv_go_index_set_progress(qv_go_call_t call, qv_index_t *index, uintptr_t handle) {
-  return qv_go_status(call, QV_GO_FN(call, qv_index_set_progress)(index, handle != 0 ? qv_go_index_progress : NULL,
-                                                                  (void *)handle));
-}
-*/
+// #include "quiver_go.h"
 import "C"
 
 import (

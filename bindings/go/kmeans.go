@@ -1,30 +1,6 @@
 package quiver
 
-/*
-#include <stdint.h>
-#include "quiver_go.h"
-
-// Defined in Go (progress.go): calls the progress func behind a runtime/cgo handle.
-extern int qvGoProgress(double fraction, uintptr_t handle);
-
-static int qv_go_kmeans_progress(double fraction, void *user_data) {
-  return qvGoProgress(fraction, (uintptr_t)user_data);
-}
-
-// qv_go_kmeans with the progress trampoline set on a copy of the params when handle is not 0: C
-// holds the handle (a number), never a Go pointer, as cgo requires.
-static inline qv_go_status_t qv_go_kmeans_progress_call(qv_go_call_t call, qv_context_t *context, int64_t dim,
-                                                        int64_t n, const float *x, uint32_t k,
-                                                        const qv_kmeans_params_t *params, uintptr_t handle,
-                                                        float *centroids, int64_t *assignments, double *objective) {
-  qv_kmeans_params_t local = *params;
-  if (handle != 0) {
-    local.progress = qv_go_kmeans_progress;
-    local.user_data = (void *)handle;
-  }
-  return qv_go_kmeans(call, context, dim, n, x, k, &local, centroids, assignments, objective);
-}
-*/
+// #include "quiver_go.h"
 import "C"
 
 import (
@@ -100,7 +76,7 @@ func Kmeans(ctx *Context, dim int, x []float32, k int, p *KmeansParams) (*Kmeans
 	defer ctx.mu.RUnlock()
 	out := &KmeansResult{Centroids: make([]float32, k*dim), Assignments: make([]int64, n)}
 	var objective C.double
-	err = statusError(C.qv_go_kmeans_progress_call(call(C.qv_kmeans), c, C.int64_t(dim), C.int64_t(n), floats(x),
+	err = statusError(C.qv_go_kmeans(call(C.qv_kmeans), c, C.int64_t(dim), C.int64_t(n), floats(x),
 		C.uint32_t(k), &cp, C.uintptr_t(handle), floats(out.Centroids), int64s(out.Assignments), &objective))
 	runtime.KeepAlive(ctx)
 	if state != nil && state.panicked {

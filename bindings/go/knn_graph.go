@@ -1,32 +1,6 @@
 package quiver
 
-/*
-#include <stdint.h>
-#include "quiver_go.h"
-
-// Defined in Go (progress.go): calls the progress func behind a runtime/cgo handle.
-extern int qvGoProgress(double fraction, uintptr_t handle);
-
-static int qv_go_knn_graph_progress(double fraction, void *user_data) {
-  return qvGoProgress(fraction, (uintptr_t)user_data);
-}
-
-// The params with the progress trampoline set when handle is not 0: C holds the handle (a number),
-// never a Go pointer, as cgo requires.
-static inline qv_go_status_t qv_go_knn_graph(qv_go_call_t call, qv_context_t *context,
-                                             qv_metric_t metric, int64_t dim, int64_t n,
-                                             const float *x, uint32_t k,
-                                             const qv_knn_graph_params_t *params, uintptr_t handle,
-                                             float *distances, int64_t *ids, double *recall) {
-  qv_knn_graph_params_t local = *params;
-  if (handle != 0) {
-    local.progress = qv_go_knn_graph_progress;
-    local.user_data = (void *)handle;
-  }
-  return qv_go_status(call, QV_GO_FN(call, qv_knn_graph)(context, metric, dim, n, x, k, &local,
-                                                         distances, ids, recall));
-}
-*/
+// #include "quiver_go.h"
 import "C"
 
 import (

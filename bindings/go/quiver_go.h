@@ -33,6 +33,15 @@ typedef struct qv_go_status {
 /* call.fn as a pointer to the quiver function `name`. */
 #define QV_GO_FN(call, name) ((__typeof__(&name))(call).fn)
 
+/* Defined in Go (progress.go): runs the progress func behind a runtime/cgo handle. */
+extern int qvGoProgress(double fraction, uintptr_t handle);
+
+/* The qv_progress_fn_t of every call given a Go progress func: user_data is the func's cgo handle
+ * (a number, never a Go pointer, as cgo requires). */
+static inline int qv_go_progress(double fraction, void *user_data) {
+  return qvGoProgress(fraction, (uintptr_t)user_data);
+}
+
 static inline qv_go_status_t qv_go_status(qv_go_call_t call, qv_status_t status) {
   qv_go_status_t r = {status, NULL};
   if (status != QV_OK) {
@@ -90,6 +99,12 @@ static inline qv_go_status_t qv_go_index_create(qv_go_call_t call, qv_context_t 
 static inline qv_go_status_t qv_go_index_train(qv_go_call_t call, qv_index_t *index, int64_t n,
                                                const float *x) {
   return qv_go_status(call, QV_GO_FN(call, qv_index_train)(index, n, x));
+}
+
+/* Sets the index's progress callback to the Go func of the handle, or removes it for handle 0. */
+static inline qv_go_status_t qv_go_index_set_progress(qv_go_call_t call, qv_index_t *index, uintptr_t handle) {
+  return qv_go_status(call, QV_GO_FN(call, qv_index_set_progress)(index, handle != 0 ? qv_go_progress : NULL,
+                                                                  (void *)handle));
 }
 
 static inline qv_go_status_t qv_go_index_add(qv_go_call_t call, qv_index_t *index, int64_t n,
@@ -206,12 +221,33 @@ static inline qv_go_status_t qv_go_knn(qv_go_call_t call, qv_context_t *context,
                                                    p, distances, ids));
 }
 
+/* The params' progress set to the Go func of the handle (when not 0) on a copy. */
 static inline qv_go_status_t qv_go_kmeans(qv_go_call_t call, qv_context_t *context, int64_t dim,
                                           int64_t n, const float *x, uint32_t k,
-                                          const qv_kmeans_params_t *params, float *centroids,
-                                          int64_t *assignments, double *objective) {
-  return qv_go_status(call, QV_GO_FN(call, qv_kmeans)(context, dim, n, x, k, params, centroids,
+                                          const qv_kmeans_params_t *params, uintptr_t handle,
+                                          float *centroids, int64_t *assignments, double *objective) {
+  qv_kmeans_params_t local = *params;
+  if (handle != 0) {
+    local.progress = qv_go_progress;
+    local.user_data = (void *)handle;
+  }
+  return qv_go_status(call, QV_GO_FN(call, qv_kmeans)(context, dim, n, x, k, &local, centroids,
                                                       assignments, objective));
+}
+
+/* The same for qv_knn_graph. */
+static inline qv_go_status_t qv_go_knn_graph(qv_go_call_t call, qv_context_t *context,
+                                             qv_metric_t metric, int64_t dim, int64_t n,
+                                             const float *x, uint32_t k,
+                                             const qv_knn_graph_params_t *params, uintptr_t handle,
+                                             float *distances, int64_t *ids, double *recall) {
+  qv_knn_graph_params_t local = *params;
+  if (handle != 0) {
+    local.progress = qv_go_progress;
+    local.user_data = (void *)handle;
+  }
+  return qv_go_status(call, QV_GO_FN(call, qv_knn_graph)(context, metric, dim, n, x, k, &local,
+                                                         distances, ids, recall));
 }
 
 #endif /* QUIVER_GO_H */

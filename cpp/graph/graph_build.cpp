@@ -39,15 +39,14 @@ FixedDegreeGraph complete_graph(ThreadPool& pool, Metric metric, const float* ve
   return graph;
 }
 
-// Step 1 of build_graph: the graph pruned from the k-NN graph (n x k rows and distances in the
-// metric's units, as knn_graph writes them), with reverse edges. keys are turned into prune keys in
-// place (the refine reuses them).
-FixedDegreeGraph prune_knn_graph(ThreadPool& pool, Metric metric, const float* vectors, int64_t n, int64_t dim,
+// Step 1 of build_graph: the graph pruned in `space` (of the metric) from the k-NN graph (n x k rows
+// and distances in the metric's units, as knn_graph writes them), with reverse edges. keys are turned
+// into prune keys in place (the refine reuses them).
+FixedDegreeGraph prune_knn_graph(ThreadPool& pool, Metric metric, const PruneSpace& space, int64_t n,
                                  const int32_t* knn, float* keys, int64_t k, const PruneParams& params) {
   // Distances in the metric's units -> prune keys (smaller is closer).
   for (int64_t i = 0; i < n * k; ++i)
     keys[i] = metric == Metric::l2 ? keys[i] : prune_key_of_search_key(metric, -keys[i]);
-  const PruneSpace space = prune_space(metric, vectors, dim);
   const CandidateFn from_knn = [&](int64_t p, std::vector<Neighbour>& list, BeamScratch&) {
     for (int64_t j = 0; j < k; ++j) list.push_back({keys[p * k + j], knn[p * k + j]});
   };
@@ -59,9 +58,15 @@ struct RefineInputs {
   Metric metric;
   const float* vectors;
   int64_t dim;
+  const PruneSpace& space;  // prune_space of the above
   const int32_t* knn;
   const float* keys;  // prune keys
   int64_t k;
+
+  // Appends point p's k-NN list, which every refined row is pruned from too.
+  void append_knn(int64_t p, std::vector<Neighbour>& list) const {
+    for (int64_t j = 0; j < k; ++j) list.push_back({keys[p * k + j], knn[p * k + j]});
+  }
 };
 
 // Points the host refines between two progress reports.
@@ -91,14 +96,13 @@ FixedDegreeGraph refine_on_host(Context& context, const RefineInputs& in, const 
       list.resize(static_cast<size_t>(cap));
     }
     for (Neighbour& c : list) c.key = prune_key_of_search_key(in.metric, c.key);
-    for (int64_t j = 0; j < in.k; ++j) list.push_back({in.keys[p * in.k + j], in.knn[p * in.k + j]});
+    in.append_knn(p, list);
   };
   const int64_t n = graph.rows;
-  const PruneSpace space = prune_space(in.metric, in.vectors, in.dim);
   FixedDegreeGraph chosen(n, params.prune.degree);
   for (int64_t first = 0; first < n; first += kHostRefineChunk) {
     const int64_t last = std::min(n, first + kHostRefineChunk);
-    choose_rows(context.pool(), space, first, last, from_search, params.prune, chosen);
+    choose_rows(context.pool(), in.space, first, last, from_search, params.prune, chosen);
     progress.report(double(last) / double(n));
   }
   return chosen;
@@ -120,9 +124,8 @@ FixedDegreeGraph refine_on_device(Context& context, const RefineInputs& in, cons
     DeviceRefineSearch::Chunk chunk = search.search(0, std::min(n, kDeviceRefineChunk));
     const CandidateFn from_search = [&](int64_t p, std::vector<Neighbour>& list, BeamScratch&) {
       search.candidates(chunk, p, list);
-      for (int64_t j = 0; j < in.k; ++j) list.push_back({in.keys[p * in.k + j], in.knn[p * in.k + j]});
+      in.append_knn(p, list);
     };
-    const PruneSpace space = prune_space(in.metric, in.vectors, in.dim);
     for (int64_t first = 0; first < n; first += kDeviceRefineChunk) {
       const int64_t last = std::min(n, first + kDeviceRefineChunk);
       // The device walks the next chunk while the host prunes this one.
@@ -130,7 +133,7 @@ FixedDegreeGraph refine_on_device(Context& context, const RefineInputs& in, cons
       if (last < n)
         next = std::async(std::launch::async,
                           [&search, last, n] { return search.search(last, std::min(n, last + kDeviceRefineChunk)); });
-      choose_rows(context.pool(), space, first, last, from_search, params.prune, chosen);
+      choose_rows(context.pool(), in.space, first, last, from_search, params.prune, chosen);
       if (last < n) chunk = next.get();
       progress.report(double(last) / double(n));
     }
@@ -229,8 +232,7 @@ BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, in
   const PruneSpace space = prune_space(build_metric, build_vectors, build_dim);
   const int64_t k = options.k;
   // 1. Rows pruned from the k-NN lists, with reverse edges: a local, well-connected graph.
-  built.graph = prune_knn_graph(context.pool(), build_metric, build_vectors, n, build_dim, knn.data(), keys.data(), k,
-                                params.prune);
+  built.graph = prune_knn_graph(context.pool(), build_metric, space, n, knn.data(), keys.data(), k, params.prune);
   progress.phase(0.3, 0.4);
   progress.report(1);
   // 2. As NSG: each row pruned again from what a search for its point on graph 1 computes on its
@@ -244,7 +246,7 @@ BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, in
     // the entries.
     EntryLayer layer = build_entry_layer(context, build_metric, build_vectors, n, build_dim, built.entries.data(),
                                          static_cast<int64_t>(built.entries.size()));
-    const RefineInputs in{build_metric, build_vectors, build_dim, knn.data(), keys.data(), k};
+    const RefineInputs in{build_metric, build_vectors, build_dim, space, knn.data(), keys.data(), k};
     progress.phase(0.4, 0.9);
     FixedDegreeGraph chosen = context.device() == DeviceKind::cuda
                                   ? refine_on_device(context, in, built.graph, built.entries, layer, params, progress)

@@ -8,6 +8,7 @@
 #include "cpp/backend/gpu_ivf.h"
 #include "cpp/core/context.h"
 #include "cpp/core/error.h"
+#include "cpp/core/gather_rows.h"
 #include "cpp/core/input.h"
 #include "cpp/graph/approximate_plan.h"
 #include "cpp/core/progress.h"
@@ -147,14 +148,13 @@ void device_approximate_graph(Context& context, Metric metric, int64_t dim, int6
 
   const RecallSample control(exact, metric, dim, n, x, k, kControlSample, ~options.seed);
   const int64_t m = static_cast<int64_t>(control.points().size());
-  std::vector<float> control_x(static_cast<size_t>(m * dim)), found_d, control_d(static_cast<size_t>(m * k));
+  std::vector<float> found_d, control_d(static_cast<size_t>(m * k));
   std::vector<int64_t> found_i;
   std::vector<int32_t> control_i(static_cast<size_t>(m * k));
-  for (int64_t q = 0; q < m; ++q) std::copy_n(x + control.points()[q] * dim, dim, &control_x[q * dim]);
   const double aim = std::min(1.0, options.target_recall + kControlMargin);
   int64_t nprobe = std::min(nlist, kFirstProbes);
   for (;; nprobe = std::min(nlist, 2 * nprobe)) {
-    device_search(gpu, *ivf, nprobe, m, control_x.data(), k, found_d, found_i);
+    device_search(gpu, *ivf, nprobe, m, control.point_vectors().data(), k, found_d, found_i);
     for (int64_t q = 0; q < m; ++q)
       drop_self(control.points()[q], 1, k, &found_d[q * (k + 1)], &found_i[q * (k + 1)], &control_i[q * k],
                 &control_d[q * k]);
@@ -171,9 +171,13 @@ void device_approximate_graph(Context& context, Metric metric, int64_t dim, int6
       if (neighbours[r * k + k - 1] < 0) short_rows.push_back(r);
     progress.report(0.1 + 0.9 * double(first + rows_here) / double(n));
   }
-  for (int64_t r : short_rows) {
-    device_search(gpu, *ivf, nlist, 1, x + r * dim, k, found_d, found_i);  // every list: exact
-    drop_self(r, 1, k, found_d.data(), found_i.data(), neighbours + r * k,
+  if (short_rows.empty()) return;
+  // Every list, in one search: exact.
+  const int64_t m_short = static_cast<int64_t>(short_rows.size());
+  device_search(gpu, *ivf, nlist, m_short, gather_rows(x, dim, short_rows).data(), k, found_d, found_i);
+  for (int64_t i = 0; i < m_short; ++i) {
+    const int64_t r = short_rows[i];
+    drop_self(r, 1, k, &found_d[i * (k + 1)], &found_i[i * (k + 1)], neighbours + r * k,
               distances != nullptr ? distances + r * k : nullptr);
   }
 }

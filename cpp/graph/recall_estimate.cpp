@@ -5,6 +5,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "cpp/core/gather_rows.h"
 #include "cpp/core/random.h"
 #include "cpp/graph/exact_neighbours.h"
 #include "cpp/graph/neighbour_lists.h"
@@ -40,14 +41,12 @@ std::vector<int64_t> sample_points(int64_t n, int64_t count, uint64_t seed) {
 
 RecallSample::RecallSample(ExactNeighbours& exact, Metric metric, int64_t dim, int64_t n, const float* x,
                            int64_t k, int64_t sample, uint64_t seed)
-    : metric_(metric), k_(k), points_(sample_points(n, sample, seed)) {
+    : metric_(metric), k_(k), points_(sample_points(n, sample, seed)), point_vectors_(gather_rows(x, dim, points_)) {
   const int64_t m = static_cast<int64_t>(points_.size());
-  std::vector<float> queries(static_cast<size_t>(m * dim));
-  for (int64_t q = 0; q < m; ++q) std::copy_n(x + points_[q] * dim, dim, &queries[q * dim]);
   // k + 1: the point itself is normally among its nearest and is not a neighbour.
   std::vector<float> found_d(static_cast<size_t>(m * (k + 1)));
   std::vector<int64_t> found_i(static_cast<size_t>(m * (k + 1)));
-  exact.search(m, queries.data(), k + 1, found_d.data(), found_i.data());
+  exact.search(m, point_vectors_.data(), k + 1, found_d.data(), found_i.data());
   truth_.reserve(static_cast<size_t>(m * k));
   kth_.resize(static_cast<size_t>(m));
   for (int64_t q = 0; q < m; ++q) {

@@ -28,6 +28,8 @@ class RecallSample {
   double recall(const NeighbourLists& lists) const;
   // The sample's points, in the order recall_of_sample reads their neighbours.
   const std::vector<int64_t>& points() const { return points_; }
+  // Their vectors, points().size() x dim (prepared as x).
+  const std::vector<float>& point_vectors() const { return point_vectors_; }
   // The same for neighbours and distances of the sample's points only: points().size() x k, row q
   // points()[q]'s.
   double recall_of_sample(const int32_t* neighbours, const float* distances) const;
@@ -40,6 +42,7 @@ class RecallSample {
   Metric metric_;
   int64_t k_;
   std::vector<int64_t> points_;
+  std::vector<float> point_vectors_;
   std::vector<int64_t> truth_;  // points x k exact neighbours
   std::vector<float> kth_;      // each point's exact k-th distance
 };

@@ -1,11 +1,11 @@
 #include "cpp/index/ivf_model.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "cpp/cluster/kmeans.h"
 #include "cpp/cluster/kmeans_steps.h"
 #include "cpp/core/error.h"
+#include "cpp/core/gather_rows.h"
 #include "cpp/core/random.h"
 #include "cpp/distance/vectors.h"
 #include "cpp/blas/bf16.h"
@@ -24,14 +24,6 @@ constexpr uint64_t kPqSeedOffset = 3;
 // A row count for which the exact engine's bfloat16 path always pays off: what remains of its
 // condition is on the queries and the dimension (and the QUIVER_EXACT_GEMM=fp32 switch).
 constexpr int64_t kBf16AlwaysPaysRows = int64_t{1} << 40;
-
-// Rows `rows` of x (dim floats each) gathered into a new matrix.
-std::vector<float> gather_rows(const float* x, int64_t dim, const std::vector<int64_t>& rows) {
-  std::vector<float> out(rows.size() * static_cast<size_t>(dim));
-  for (size_t i = 0; i < rows.size(); ++i)
-    std::memcpy(&out[i * dim], x + rows[i] * dim, sizeof(float) * static_cast<size_t>(dim));
-  return out;
-}
 
 // The exact engine over the centroids, by the model's metric.
 Database centroid_database(const IvfModel& model) {

@@ -176,17 +176,6 @@ TEST_F(CapiGraph, TheCpuIgnoresEveryValidGraphWalk) {
   EXPECT_EQ(combinations, 4 * 4 * 12);
 }
 
-struct ProgressLog {
-  std::vector<double> fractions;
-  double stop_at = 2;  // cancels the first report at or past this fraction
-};
-
-int RecordProgress(double fraction, void* user) {
-  auto* log = static_cast<ProgressLog*>(user);
-  log->fractions.push_back(fraction);
-  return fraction >= log->stop_at ? 1 : 0;
-}
-
 int64_t Count(const qv_index_t* index) {
   qv_index_info_t info;
   qv_index_info_init(&info);

@@ -262,21 +262,6 @@ TEST_F(CapiIvf, FilterAndRangeSearch) {
   }
 }
 
-}  // namespace
-
-namespace {
-
-struct Fractions {
-  std::vector<double> seen;
-  double stop_at = 2;  // cancels the first report at or past this fraction
-};
-
-int Record(double fraction, void* user) {
-  auto* f = static_cast<Fractions*>(user);
-  f->seen.push_back(fraction);
-  return fraction >= f->stop_at ? 1 : 0;
-}
-
 // Training reports the k-means iterations (and the end of the PQ's training) between 0 and 1; a
 // cancel part way leaves the index untrained, and a later train without the callback succeeds.
 TEST_F(CapiIvf, TrainingReportsProgressAndACancelLeavesItUntrained) {
@@ -287,20 +272,20 @@ TEST_F(CapiIvf, TrainingReportsProgressAndACancelLeavesItUntrained) {
     qv_index_t* raw = nullptr;
     QV_ASSERT_OK(qv_index_create(ctx_.get(), descriptor, dim, QV_METRIC_L2, &raw));
     Index index(raw);
-    Fractions all;
-    QV_ASSERT_OK(qv_index_set_progress(index.get(), Record, &all));
+    ProgressLog all;
+    QV_ASSERT_OK(qv_index_set_progress(index.get(), RecordProgress, &all));
     QV_ASSERT_OK(qv_index_train(index.get(), n_, x.data()));
-    ASSERT_GE(all.seen.size(), 10u) << "one report an iteration";
-    EXPECT_EQ(all.seen.front(), 0.0);
-    EXPECT_EQ(all.seen.back(), 1.0);
-    EXPECT_TRUE(std::is_sorted(all.seen.begin(), all.seen.end()));
+    ASSERT_GE(all.fractions.size(), 10u) << "one report an iteration";
+    EXPECT_EQ(all.fractions.front(), 0.0);
+    EXPECT_EQ(all.fractions.back(), 1.0);
+    EXPECT_TRUE(std::is_sorted(all.fractions.begin(), all.fractions.end()));
 
     qv_index_t* other = nullptr;
     QV_ASSERT_OK(qv_index_create(ctx_.get(), descriptor, dim, QV_METRIC_L2, &other));
     Index fresh(other);
-    Fractions stop;
+    ProgressLog stop;
     stop.stop_at = 0.3;
-    QV_ASSERT_OK(qv_index_set_progress(fresh.get(), Record, &stop));
+    QV_ASSERT_OK(qv_index_set_progress(fresh.get(), RecordProgress, &stop));
     EXPECT_EQ(qv_index_train(fresh.get(), n_, x.data()), QV_ERR_CANCELLED);
     qv_index_info_t info;
     qv_index_info_init(&info);

@@ -209,12 +209,6 @@ TEST_F(CapiKmeans, OptionalOutputs) {
   EXPECT_GE(obj, 0.0);
 }
 
-int CountIterations(double fraction, void* user) {
-  auto* seen = static_cast<std::vector<double>*>(user);
-  seen->push_back(fraction);
-  return fraction >= 0.5 && seen->size() > 100 ? 1 : 0;  // past 100 reports: cancel at half way
-}
-
 // params->progress: one report an iteration, in order, the last 1; a nonzero answer stops the call
 // (QV_ERR_CANCELLED); params of the size before the callback existed run without one.
 TEST_F(CapiKmeans, ProgressAfterEachIterationAndCancel) {
@@ -226,24 +220,26 @@ TEST_F(CapiKmeans, ProgressAfterEachIterationAndCancel) {
   EXPECT_EQ(p.progress, nullptr);
   EXPECT_EQ(p.user_data, nullptr);
   p.iterations = 12;
-  std::vector<double> seen;
-  p.progress = CountIterations;
-  p.user_data = &seen;
+  ProgressLog log;
+  p.progress = RecordProgress;
+  p.user_data = &log;
   QV_ASSERT_OK(qv_kmeans(ctx_.get(), dim, n, x.data(), 10, &p, c.data(), nullptr, nullptr));
-  ASSERT_EQ(seen.size(), 12u);
-  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
-  EXPECT_EQ(seen.back(), 1.0);
+  ASSERT_EQ(log.fractions.size(), 12u);
+  EXPECT_TRUE(std::is_sorted(log.fractions.begin(), log.fractions.end()));
+  EXPECT_EQ(log.fractions.back(), 1.0);
 
-  seen.assign(101, 0.0);  // the next report at half way or beyond cancels
+  ProgressLog stop;  // the first report at half way or beyond cancels
+  stop.stop_at = 0.5;
+  p.user_data = &stop;
   EXPECT_EQ(qv_kmeans(ctx_.get(), dim, n, x.data(), 10, &p, c.data(), nullptr, nullptr), QV_ERR_CANCELLED);
   EXPECT_NE(std::string(qv_last_error_message()).find("cancelled"), std::string::npos) << qv_last_error_message();
-  EXPECT_EQ(seen.size(), 101u + 6u) << "stopped at iteration 6 of 12";
+  EXPECT_EQ(stop.fractions.size(), 6u) << "stopped at iteration 6 of 12";
 
   qv_kmeans_params_t older = p;
   older.struct_size = static_cast<uint32_t>(offsetof(qv_kmeans_params_t, progress));
-  seen.clear();
+  stop.fractions.clear();
   QV_ASSERT_OK(qv_kmeans(ctx_.get(), dim, n, x.data(), 10, &older, c.data(), nullptr, nullptr));
-  EXPECT_TRUE(seen.empty()) << "a struct without the field has no callback";
+  EXPECT_TRUE(stop.fractions.empty()) << "a struct without the field has no callback";
 }
 
 TEST_F(CapiKmeans, BadArguments) {

@@ -93,17 +93,6 @@ TEST(CapiKnnGraph, ApproximateReachesItsTargetAndEstimatesIt) {
   QV_ASSERT_OK(qv_knn_graph(ctx.get(), QV_METRIC_L2, dim, n, x.data(), k, &p, nullptr, g.ids.data(), nullptr));
 }
 
-struct ProgressLog {
-  std::vector<double> fractions;
-  size_t stop_after = SIZE_MAX;
-};
-
-int RecordProgress(double fraction, void* user) {
-  auto* log = static_cast<ProgressLog*>(user);
-  log->fractions.push_back(fraction);
-  return log->fractions.size() > log->stop_after ? 1 : 0;
-}
-
 TEST(CapiKnnGraph, ProgressReachesOneAndNonzeroCancels) {
   Context ctx = MakeCpuContext();
   ASSERT_TRUE(ctx);

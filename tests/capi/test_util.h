@@ -514,4 +514,18 @@ inline bool WriteFile(const std::string& path, const void* data, size_t size) {
   return std::fclose(f) == 0 && ok;
 }
 
+// What a qv_progress_fn_t saw (RecordProgress's user data): every fraction, in order. It asks to
+// stop once more than stop_after reports have come, or at the first fraction at or past stop_at.
+struct ProgressLog {
+  std::vector<double> fractions;
+  size_t stop_after = SIZE_MAX;
+  double stop_at = 2;
+};
+
+inline int RecordProgress(double fraction, void* user) {
+  auto* log = static_cast<ProgressLog*>(user);
+  log->fractions.push_back(fraction);
+  return log->fractions.size() > log->stop_after || fraction >= log->stop_at ? 1 : 0;
+}
+
 }  // namespace qvtest

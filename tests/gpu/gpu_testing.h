@@ -115,6 +115,16 @@ inline std::vector<float> uniform_vectors(int64_t n, int64_t dim, uint32_t seed,
   return x;
 }
 
+// Points around `clusters` centres (uniform in [-10, 10)^dim, seed), uniform noise in [-1, 1) (seed
+// + 1); point i near centre i * 7 % clusters.
+inline std::vector<float> clustered_vectors(int64_t n, int64_t dim, int64_t clusters, uint32_t seed) {
+  const auto centres = uniform_vectors(clusters, dim, seed, 10.0f);
+  std::vector<float> x = uniform_vectors(n, dim, seed + 1);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t d = 0; d < dim; ++d) x[i * dim + d] += centres[(i * 7 % clusters) * dim + d];
+  return x;
+}
+
 // Small integers: every distance is exact in float, so ties are exact and their order is testable.
 inline std::vector<float> integer_vectors(int64_t n, int64_t dim, uint32_t seed, int range) {
   std::mt19937 gen(seed);

@@ -185,10 +185,8 @@ TEST(GpuGraphIndex, BuildOnTheDeviceIsAsGoodAsOnTheHost) {
   qv_context_t* gpu = make_context(QV_DEVICE_CUDA);
   qv_context_t* cpu = make_context(QV_DEVICE_CPU);
   const int64_t n = sized(20011, 4001), clusters = 61;
-  const auto centres = uniform_vectors(clusters, kDim, 41, 10.0f), noise = uniform_vectors(n, kDim, 42);
-  std::vector<float> x(noise);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t d = 0; d < kDim; ++d) x[i * kDim + d] += centres[(i * 7 % clusters) * kDim + d];
+  const std::vector<float> x = clustered_vectors(n, kDim, clusters, 41);
+  const auto centres = uniform_vectors(clusters, kDim, 41, 10.0f);  // the queries' centres too
   const auto q = uniform_vectors(kNq, kDim, 43);
   std::vector<float> queries(q);
   for (int64_t i = 0; i < kNq; ++i)

@@ -24,15 +24,6 @@ qv_context_t* cuda_context() {
   return ctx;
 }
 
-// Points around `clusters` centres (uniform in [-10, 10)^dim), uniform noise in [-1, 1).
-std::vector<float> clustered(int64_t n, int64_t dim, int64_t clusters, uint32_t seed) {
-  const auto centres = uniform_vectors(clusters, dim, seed, 10.0f);
-  std::vector<float> x = uniform_vectors(n, dim, seed + 1);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t d = 0; d < dim; ++d) x[i * dim + d] += centres[(i * 7 % clusters) * dim + d];
-  return x;
-}
-
 int RecordProgress(double fraction, void* user) {
   static_cast<std::vector<double>*>(user)->push_back(fraction);
   return 0;
@@ -44,7 +35,7 @@ TEST(GpuKnnGraph, ApproximateOnTheDeviceReachesItsTarget) {
   const int64_t n = sized(20011, 3001), dim = 24;
   const uint32_t k = 10;
   for (qv_metric_t metric : {QV_METRIC_L2, QV_METRIC_INNER_PRODUCT, QV_METRIC_COSINE}) {
-    std::vector<float> x = clustered(n, dim, 53, 7);
+    std::vector<float> x = clustered_vectors(n, dim, 53, 7);
     if (metric == QV_METRIC_INNER_PRODUCT) normalize(x, dim);  // inner products rank as on a sphere
     qv_knn_graph_params_t p;
     qv_knn_graph_params_init(&p);

@@ -17,9 +17,6 @@ namespace qvtool {
 
 namespace {
 
-// Progress is reported in thousandths: fine enough for a bar, coarse enough to stay cheap.
-constexpr int64_t kProgressSteps = 1000;
-
 qv_knn_graph_method_t parse_method(const std::string &text) {
   if (text == "auto") return QV_KNN_GRAPH_AUTO;
   if (text == "exact") return QV_KNN_GRAPH_EXACT;
@@ -35,11 +32,6 @@ const char *method_name(const qv_knn_graph_params_t &p, double recall) {
   if (recall < 0) return "auto (approximate)";
   if (recall == 1 && p.recall_sample == 0) return "auto (exact)";
   return recall == 1 ? "auto" : "auto (approximate)";
-}
-
-int draw_progress(double fraction, void *user) {
-  static_cast<Progress *>(user)->update(int64_t(fraction * kProgressSteps));
-  return 0;
 }
 
 }  // namespace
@@ -96,8 +88,8 @@ int run_knn_graph(int argc, char **argv) {
   ids.cols = k;
   ids.data.resize(size_t(base.rows * k));
   double recall = -1;
-  Progress bar("knn-graph", kProgressSteps);
-  params.progress = draw_progress;
+  Progress bar("knn-graph", kFractionSteps);
+  params.progress = draw_fraction;
   params.user_data = &bar;
   Stopwatch clock;
   check(qv_knn_graph(ctx.get(), metric, base.cols, base.rows, base.data.data(), uint32_t(k), &params, nullptr,

@@ -25,14 +25,6 @@ int draw_add_progress(double fraction, void *user) {
   return 0;
 }
 
-// Training reports fractions (an IVF index's k-means iterations): a bar of this many steps.
-constexpr int64_t kTrainSteps = 1000;
-
-int draw_train_progress(double fraction, void *user) {
-  static_cast<Progress *>(user)->update(int64_t(fraction * kTrainSteps));
-  return 0;
-}
-
 }  // namespace
 
 BuiltIndex build_index(Context &ctx, const std::string &descriptor, qv_metric_t metric,
@@ -44,8 +36,8 @@ BuiltIndex build_index(Context &ctx, const std::string &descriptor, qv_metric_t 
   const int64_t ntrain = std::min(train_rows, base.rows);
   Stopwatch train_clock;
   {
-    Progress bar("training \"" + descriptor + "\" on " + std::to_string(ntrain) + " vectors", kTrainSteps);
-    check(qv_index_set_progress(b.index.get(), draw_train_progress, &bar), "setting the progress callback");
+    Progress bar("training \"" + descriptor + "\" on " + std::to_string(ntrain) + " vectors", kFractionSteps);
+    check(qv_index_set_progress(b.index.get(), draw_fraction, &bar), "setting the progress callback");
     check(qv_index_train(b.index.get(), ntrain, base.data.data()), "training \"" + descriptor + "\"");
     bar.done();
   }

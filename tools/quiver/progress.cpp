@@ -43,6 +43,11 @@ void Progress::done() {
   std::fflush(stderr);
 }
 
+int draw_fraction(double fraction, void *progress) {
+  static_cast<Progress *>(progress)->update(int64_t(fraction * kFractionSteps));
+  return 0;
+}
+
 // Elapsed time changes slowly; a few redraws a second are plenty.
 constexpr auto kTickInterval = std::chrono::milliseconds(250);
 

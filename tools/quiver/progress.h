@@ -32,6 +32,11 @@ class Progress {
   std::chrono::steady_clock::time_point start_, last_;
 };
 
+// The library's progress reports (qv_progress_fn_t) drawn on a Progress of kFractionSteps steps, the
+// user data: thousandths, fine enough for a bar, coarse enough to stay cheap. Never cancels.
+constexpr int64_t kFractionSteps = 1000;
+int draw_fraction(double fraction, void *progress);
+
 // Elapsed seconds for one long call that reports no progress of its own (training an index): a
 // background thread redraws "label: 12.3 s" until done(). Silent when stderr is not a terminal.
 class Ticker {

@@ -9,7 +9,7 @@ use crate::context::{Context, Device};
 use crate::error::{check, Error, Result, Status};
 use crate::metric::Metric;
 use crate::neighbors::Neighbors;
-use crate::progress::ProgressState;
+use crate::progress::with_callback;
 use crate::range_result::RangeResult;
 use crate::search_params::SearchParams;
 use crate::shape::{c_path, c_string, k_value, output_len, output_slice, rows, to_i64};
@@ -332,23 +332,21 @@ impl Index {
     where
         P: FnMut(f64) -> bool,
     {
-        let mut state = ProgressState::new(progress);
-        let (callback, user) = state.c_callback();
-        // SAFETY: exclusive (&mut self); state outlives the callback's use, which ends when the
-        // guard below removes it (also if `call` panics).
-        check(unsafe { sys::qv_index_set_progress(self.raw.as_ptr(), callback, user) })?;
-        struct Unset(NonNull<sys::qv_index_t>);
-        impl Drop for Unset {
-            fn drop(&mut self) {
-                // SAFETY: the index is alive (borrowed by with_progress); NULL removes the callback.
-                unsafe { sys::qv_index_set_progress(self.0.as_ptr(), None, ptr::null_mut()) };
+        with_callback(progress, |callback, user| {
+            // SAFETY: exclusive (&mut self); the callback's state lives until with_callback
+            // returns, after the guard below has removed it (also if `call` panics).
+            check(unsafe { sys::qv_index_set_progress(self.raw.as_ptr(), callback, user) })?;
+            struct Unset(NonNull<sys::qv_index_t>);
+            impl Drop for Unset {
+                fn drop(&mut self) {
+                    // SAFETY: the index is alive (borrowed by with_progress); NULL removes the
+                    // callback.
+                    unsafe { sys::qv_index_set_progress(self.0.as_ptr(), None, ptr::null_mut()) };
+                }
             }
-        }
-        let unset = Unset(self.raw);
-        let result = call(self);
-        drop(unset);
-        state.resume_panic();
-        result
+            let _unset = Unset(self.raw);
+            call(self)
+        })
     }
 
     /// Searches the `k` nearest neighbours (1 ..= [`MAX_K`](crate::MAX_K)) of each row of `queries`

@@ -4,7 +4,7 @@ use std::fmt;
 
 use crate::context::Context;
 use crate::error::{check, Error, Result};
-use crate::progress::ProgressState;
+use crate::progress::with_callback;
 use crate::shape::{rows, to_i64};
 use quiver_sys as sys;
 
@@ -128,12 +128,11 @@ pub fn kmeans_with_progress<F: FnMut(f64) -> bool>(
     params: &KmeansParams,
     progress: F,
 ) -> Result<Kmeans> {
-    let mut state = ProgressState::new(progress);
-    let mut raw = params.raw;
-    (raw.progress, raw.user_data) = state.c_callback();
-    let result = cluster(context, dim, x, k, raw);
-    state.resume_panic();
-    result
+    with_callback(progress, |callback, user| {
+        let mut raw = params.raw;
+        (raw.progress, raw.user_data) = (callback, user);
+        cluster(context, dim, x, k, raw)
+    })
 }
 
 fn cluster(

@@ -6,7 +6,7 @@ use crate::context::Context;
 use crate::error::{check, Error, Result};
 use crate::metric::Metric;
 use crate::neighbors::Neighbors;
-use crate::progress::ProgressState;
+use crate::progress::with_callback;
 use crate::shape::{k_value, output_len, rows, to_i64};
 use quiver_sys as sys;
 
@@ -158,12 +158,11 @@ pub fn knn_graph_with_progress<F: FnMut(f64) -> bool>(
     params: &KnnGraphParams,
     progress: F,
 ) -> Result<KnnGraph> {
-    let mut state = ProgressState::new(progress);
-    let mut raw = params.raw;
-    (raw.progress, raw.user_data) = state.c_callback();
-    let result = build(context, metric, dim, x, k, raw);
-    state.resume_panic();
-    result
+    with_callback(progress, |callback, user| {
+        let mut raw = params.raw;
+        (raw.progress, raw.user_data) = (callback, user);
+        build(context, metric, dim, x, k, raw)
+    })
 }
 
 fn build(

@@ -7,35 +7,33 @@ use std::panic::{self, AssertUnwindSafe};
 
 use quiver_sys as sys;
 
-/// What the C callback's user data points at while a call runs.
-pub(crate) struct ProgressState<F> {
-    callback: F,
-    panic: Option<Box<dyn Any + Send>>,
+/// Runs `call` with the C function and user data that call `progress`, valid for the whole of
+/// `call`; a panic of `progress` (which cancels the library's call) is resumed once `call` returns.
+pub(crate) fn with_callback<F, R>(
+    progress: F,
+    call: impl FnOnce(sys::qv_progress_fn_t, *mut c_void) -> R,
+) -> R
+where
+    F: FnMut(f64) -> bool,
+{
+    let mut state = ProgressState {
+        callback: progress,
+        panic: None,
+    };
+    let result = call(
+        Some(trampoline::<F>),
+        &mut state as *mut ProgressState<F> as *mut c_void,
+    );
+    if let Some(payload) = state.panic.take() {
+        panic::resume_unwind(payload);
+    }
+    result
 }
 
-impl<F: FnMut(f64) -> bool> ProgressState<F> {
-    pub(crate) fn new(callback: F) -> Self {
-        ProgressState {
-            callback,
-            panic: None,
-        }
-    }
-
-    /// The C function and user data that call this state's closure; valid while `self` is neither
-    /// moved nor dropped.
-    pub(crate) fn c_callback(&mut self) -> (sys::qv_progress_fn_t, *mut c_void) {
-        (
-            Some(trampoline::<F>),
-            self as *mut ProgressState<F> as *mut c_void,
-        )
-    }
-
-    /// Resumes a panic of the closure, once the library has returned.
-    pub(crate) fn resume_panic(&mut self) {
-        if let Some(payload) = self.panic.take() {
-            panic::resume_unwind(payload);
-        }
-    }
+/// What the C callback's user data points at while a call runs.
+struct ProgressState<F> {
+    callback: F,
+    panic: Option<Box<dyn Any + Send>>,
 }
 
 // Called by the library on the thread of the call it was given to, while the state is borrowed by
