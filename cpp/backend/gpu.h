@@ -152,7 +152,8 @@ struct RowFilter {
 //         (CUBLAS_COMPUTE_32F_FAST_TF32, inputs rounded), or from 256 queries on, with dim a multiple
 //         of 4 up to 128, a base on the device and at most 32 candidates, one kernel that selects
 //         the candidates as it multiplies (cuda/flat/tf32_select.h; inputs truncated). The fp32
-//         mode's TF32 pass runs the same way.
+//         mode's TF32 pass runs the same way, up to 64 candidates (k <= 48): the kernel's splits
+//         of the base keep 32 each, and the certificate also bounds the rows a full split dropped.
 //   fp16  base and queries converted to IEEE half for each call (also a device-resident base or a
 //         DeviceMatrix's rows: 2 bytes a value of pooled device memory; about 0.2 ms for 1M x 128
 //         on an H200), products on the tensor cores with float32 accumulation. Half holds magnitudes

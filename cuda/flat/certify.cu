@@ -138,12 +138,23 @@ __global__ void query_stats_kernel(const float* x, int64_t nq, int64_t dim, bool
 
 __global__ void certify_kernel(const CertifyModel m, const float* approx_keys, const int32_t* approx_rows, int64_t kc,
                                const float* exact_keys, const int32_t* exact_rows, int64_t k, int64_t nq,
-                               const double* query_stats, const unsigned* base_stats, uint8_t* flags) {
+                               const double* query_stats, const unsigned* base_stats, const float* bounds,
+                               uint8_t* flags) {
   for (int64_t q = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < nq; q += int64_t(gridDim.x) * blockDim.x) {
+    const float bound = bounds != nullptr ? bounds[q] : __int_as_float(0x7f800000);
     flags[q] = certify_query(m, approx_keys[q * kc + kc - 1], approx_rows[q * kc + kc - 1], exact_keys[q * k + k - 1],
-                             exact_rows[q * k + k - 1], query_stats + 2 * q, base_stats)
+                             exact_rows[q * k + k - 1], query_stats + 2 * q, base_stats, bound)
                    ? 1
                    : 0;
+  }
+}
+
+__global__ void split_bounds_kernel(const float* keys, int64_t nq, int64_t splits, int64_t split_kc, float* bounds) {
+  for (int64_t q = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < nq; q += int64_t(gridDim.x) * blockDim.x) {
+    float bound = __int_as_float(0x7f800000);
+    const float* last = keys + q * splits * split_kc + split_kc - 1;
+    for (int64_t s = 0; s < splits; ++s) bound = fminf(bound, last[s * split_kc]);
+    bounds[q] = bound;
   }
 }
 
@@ -205,11 +216,19 @@ void launch_query_stats(const float* x, int64_t nq, int64_t dim, double* stats, 
 
 void launch_certify(const CertifyModel& model, const float* approx_keys, const int32_t* approx_rows, int64_t kc,
                     const float* exact_keys, const int32_t* exact_rows, int64_t k, int64_t nq,
-                    const double* query_stats, const unsigned* base_stats, uint8_t* flags, cudaStream_t stream) {
+                    const double* query_stats, const unsigned* base_stats, uint8_t* flags, cudaStream_t stream,
+                    const float* bounds) {
   if (nq == 0) return;
   certify_kernel<<<grid_for(nq), kThreads, 0, stream>>>(model, approx_keys, approx_rows, kc, exact_keys, exact_rows, k,
-                                                        nq, query_stats, base_stats, flags);
+                                                        nq, query_stats, base_stats, bounds, flags);
   QV_LAUNCH_CHECK("certify_kernel");
+}
+
+void launch_split_bounds(const float* keys, int64_t nq, int64_t splits, int64_t split_kc, float* bounds,
+                         cudaStream_t stream) {
+  if (nq == 0) return;
+  split_bounds_kernel<<<grid_for(nq), kThreads, 0, stream>>>(keys, nq, splits, split_kc, bounds);
+  QV_LAUNCH_CHECK("split_bounds_kernel");
 }
 
 }  // namespace quiver::gpu

@@ -66,17 +66,21 @@ __device__ inline bool certified(const CertifyModel& m, double s, double f, doub
 }
 
 // One query: last_key / last_row the kc-th entry of its selection, kth_key / kth_row the k-th of
-// its exact ranking; query_stats its two statistics, base_stats the base's (certify.h).
+// its exact ranking; query_stats its two statistics, base_stats the base's (certify.h). bound: what
+// the approximate key of a row the selection left out may be as low as besides last_key (the fused
+// pass's truncated splits, certify.h's launch_split_bounds), +inf where only last_key bounds them.
 __device__ inline bool certify_query(const CertifyModel& m, float last_key, int32_t last_row, float kth_key,
-                                     int32_t kth_row, const double* query_stats, const unsigned* base_stats) {
+                                     int32_t kth_row, const double* query_stats, const unsigned* base_stats,
+                                     float bound) {
   constexpr int32_t kNone = SentinelValue<int32_t>::value;
   const double x2 = query_stats[0], rx2 = query_stats[1];
   const double y2 = double(__uint_as_float(base_stats[0])), ry2 = double(__uint_as_float(base_stats[1]));
   // Fewer than kc allowed rows: every one was re-ranked, unless a key overflowed to NaN (the
   // selection drops NaN keys), which finite inputs within float's range cannot make.
-  if (last_row == kNone) return keys_in_range(m, x2, rx2, y2, ry2);
+  const bool truncated = bound < __int_as_float(0x7f800000);
+  if (last_row == kNone && !truncated) return keys_in_range(m, x2, rx2, y2, ry2);
   if (kth_row == kNone) return false;  // cannot happen with kc > k full candidates; refuse rather than trust
-  return certified(m, last_key, kth_key, x2, rx2, y2, ry2);
+  return certified(m, last_row == kNone ? bound : fminf(last_key, bound), kth_key, x2, rx2, y2, ry2);
 }
 
 }  // namespace quiver::gpu

@@ -64,9 +64,18 @@ void launch_query_stats(const float* x, int64_t nq, int64_t dim, double* stats, 
 // flags[q] = 1 when query q is certified, else 0, for nq queries: approx_keys / approx_rows (nq x kc,
 // the pass's selection, sorted, missing rows as the selection's sentinel), exact_keys / exact_rows
 // (nq x k, the candidates' k best by exact key), query_stats (launch_query_stats of these queries),
-// base_stats (of the whole base). Device memory.
+// base_stats (of the whole base); bounds (nq, or nullptr): launch_split_bounds's, where the
+// selection came from truncated split lists. Device memory.
 void launch_certify(const CertifyModel& model, const float* approx_keys, const int32_t* approx_rows,
                     int64_t kc, const float* exact_keys, const int32_t* exact_rows, int64_t k, int64_t nq,
-                    const double* query_stats, const unsigned* base_stats, uint8_t* flags, cudaStream_t stream);
+                    const double* query_stats, const unsigned* base_stats, uint8_t* flags, cudaStream_t stream,
+                    const float* bounds = nullptr);
+
+// The fused TF32 pass (tf32_select.h) keeps split_kc keys of each split, sorted, +inf past a
+// split's rows; with split_kc below the pass's candidates, a row a full split dropped has a key at
+// least that split's last. bounds[q] = the smallest last key over query q's splits (+inf where no
+// split is full), for nq queries: keys nq x splits * split_kc. Device memory.
+void launch_split_bounds(const float* keys, int64_t nq, int64_t splits, int64_t split_kc, float* bounds,
+                         cudaStream_t stream);
 
 }  // namespace quiver::gpu

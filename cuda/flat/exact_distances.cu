@@ -176,7 +176,7 @@ __global__ void finish_small_kernel(const float* base, const float* queries, int
       const int32_t kth_row = __shfl_sync(kFullWarp, row, k - 1);
       if (lane == 0)
         flags[q] = certify_query(model, approx_keys[q * kc + kc - 1], approx_rows[q * kc + kc - 1], kth_key, kth_row,
-                                 query_stats + 2 * q, base_stats)
+                                 query_stats + 2 * q, base_stats, __int_as_float(0x7f800000))
                        ? 1
                        : 0;
     }

@@ -30,7 +30,12 @@
 // 16384 rows or more) is one kernel instead (tf32_select.h): tensor-core products selected where
 // they are computed, each block's splits of the base giving kc candidates per query that one
 // selection merges into the running best. No distance tile is written; the re-rank and the
-// certificate follow as above.
+// certificate follow as above. A certified pass of up to kMaxTruncatedCandidates candidates takes it
+// too, each split (at least 4 kc / 32 of them) giving only its best 32: a row a full split dropped
+// may be closer than the selection's last, so the certificate bounds the rows left out by the
+// smallest last key of the full splits as well (certify.h's launch_split_bounds); queries whose
+// neighbours crowd into one split (data stored in clusters) then fail it and go to the SGEMM pass,
+// still exact.
 //
 // A base in host memory larger than the streaming budget (ResourcesOptions::stream_bytes) is not
 // copied whole: each pass streams it through two device chunk buffers, chunk i + 1 copied on the
@@ -102,6 +107,14 @@ constexpr int64_t kFusedQueryRows = 16384;
 // over a short base most rows enter it (about kc ln(n / kc) of n), and the kernel's list upkeep costs
 // more than the tiles' write and read (H100, 1M queries against 1024 rows, k = 1: 14.4 ms fused).
 constexpr int64_t kMinFusedRows = 16384;
+// The most candidates a certified pass draws from split lists of kTf32SelectMaxK (truncated): the
+// k-NN graph's k = 32 (33 with the point itself, 49 candidates) and k-NN searches up to k = 48.
+// Beyond, the splits' last keys fall below the selection's last too often to certify.
+constexpr int64_t kMaxTruncatedCandidates = 2 * kTf32SelectMaxK;
+// Truncated splits are at least this many times kc / 32, so that a query's candidates, spread over
+// them (rows in random order), fill about a quarter of each split's list: its last key then lies well
+// past the selection's last.
+constexpr int64_t kTruncatedSplitsPerList = 4;
 
 // The indices of Resources' events; Pass's accessors (chain_event() ...) name them by use.
 constexpr int kChainEvent = 0;    // after the latest selection or finalize
@@ -425,14 +438,16 @@ struct Pass {
   PoolBuffer<uint8_t> flags_device;
   // ---- plan_search ----
   bool fused = false;
+  int64_t split_kc = 0;  // fused: candidates each split keeps (kc, or fewer: truncated)
   TilePlan plan{};
   int64_t splits = 0;
   int64_t workspace_bytes = 0;
   int64_t rerank_workspace_bytes = 0;
   // ---- allocate_search ----
   PoolBuffer<float> tiles[2];
-  PoolBuffer<float> split_keys;  // fused: each query's kc best of each split
+  PoolBuffer<float> split_keys;  // fused: each query's split_kc best of each split
   PoolBuffer<int32_t> split_rows;
+  PoolBuffer<float> split_bounds;  // truncated splits: per query, the smallest last key of its splits
   PoolBuffer<char> workspace;
   PoolBuffer<float> best_keys;  // the running kc best of each query
   PoolBuffer<int32_t> best_rows;
@@ -582,11 +597,19 @@ void Pass::gather_base_stats(const float* rows, const float* norms, int64_t coun
 void Pass::plan_search() {
   // The TF32 pass in one kernel, where it takes the shape: no distance tiles, the splits' candidates
   // selected into the running best instead.
+  // A certified pass may truncate the splits' lists (see the top of the file).
+  split_kc = spec.certify && kc <= kMaxTruncatedCandidates ? std::min(kc, kTf32SelectMaxK) : kc;
   fused = spec.kind == TileKind::tf32 && !streamed && nq >= kMinFusedQueries && n >= kMinFusedRows &&
           reinterpret_cast<uintptr_t>(xc) % 16 == 0 && reinterpret_cast<uintptr_t>(yc) % 16 == 0 &&
-          tf32_select_fits(resources.limits(), dim, kc, n);
+          tf32_select_fits(resources.limits(), dim, split_kc, n);
   plan = fused ? plan_fused(nq, n) : plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, kc);
-  splits = fused ? tf32_select_splits(resources.limits(), plan.query_rows, n) : 0;
+  const int64_t min_splits = split_kc < kc ? kTruncatedSplitsPerList * kc / split_kc : 1;
+  splits = fused ? tf32_select_splits(resources.limits(), plan.query_rows, n, min_splits) : 0;
+  if (fused && splits * split_kc < kc) {  // too few splits to hold kc candidates
+    fused = false;
+    plan = plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, kc);
+    splits = 0;
+  }
 
   const int64_t column_tiles = (n + plan.columns - 1) / plan.columns;
   const int64_t last_columns = n - (column_tiles - 1) * plan.columns;
@@ -597,7 +620,7 @@ void Pass::plan_search() {
   };
   for (int64_t rows : {plan.query_rows, last_query_rows}) {
     if (fused) {
-      select_workspace(rows, splits * kc);  // the splits' candidates
+      select_workspace(rows, splits * split_kc);  // the splits' candidates
     } else {
       for (int64_t cols : {plan.columns, last_columns, std::min(plan.columns, chunk_rows % plan.columns)})
         select_workspace(rows, cols);
@@ -612,8 +635,9 @@ void Pass::plan_search() {
 // best, the re-rank's, and a streamed base's two chunks.
 void Pass::allocate_search() {
   if (fused) {
-    split_keys = PoolBuffer<float>(pool, plan.query_rows * splits * kc);
-    split_rows = PoolBuffer<int32_t>(pool, plan.query_rows * splits * kc);
+    split_keys = PoolBuffer<float>(pool, plan.query_rows * splits * split_kc);
+    split_rows = PoolBuffer<int32_t>(pool, plan.query_rows * splits * split_kc);
+    if (split_kc < kc) split_bounds = PoolBuffer<float>(pool, nq);
   } else {
     const int64_t tile_entries = plan.query_rows * round_up(plan.columns, tile_align) / (key16 ? 2 : 1);
     tiles[0] = PoolBuffer<float>(pool, tile_entries);
@@ -733,13 +757,14 @@ cudaStream_t Pass::search_tile(int64_t q0, int64_t rows, int64_t c0, int64_t col
 // The fused TF32 pass of queries [q0, q0 + rows) against the whole base, on stream 0.
 cudaStream_t Pass::search_fused(int64_t q0, int64_t rows) {
   const uint8_t* filter = sh.filter.bits != nullptr ? sh.filter_copy.get() : nullptr;
-  launch_tf32_select(resources.limits(), xc + q0 * dim, rows, yc, l2 ? yc_norms : nullptr, n, dim, kc, l2, filter,
-                     sh.filter.nbits, splits, split_keys.get(), split_rows.get(), s0);
+  launch_tf32_select(resources.limits(), xc + q0 * dim, rows, yc, l2 ? yc_norms : nullptr, n, dim, split_kc, l2,
+                     filter, sh.filter.nbits, splits, split_keys.get(), split_rows.get(), s0);
+  if (split_kc < kc) launch_split_bounds(split_keys.get(), rows, splits, split_kc, split_bounds.get() + q0, s0);
   SelectRequest<int32_t> request;
   request.keys = split_keys.get();
-  request.ld = splits * kc;
+  request.ld = splits * split_kc;
   request.rows = rows;
-  request.cols = splits * kc;
+  request.cols = splits * split_kc;
   request.k = kc;
   request.ids = split_rows.get();
   request.out_keys = best_keys.get() + q0 * kc;
@@ -903,7 +928,7 @@ void Pass::rerank_query_tile(int64_t q0, int64_t rows, cudaStream_t stream) {
   if (spec.certify)
     launch_certify(spec.model, best_keys.get() + q0 * kc, best_rows.get() + q0 * kc, kc, final_keys.get() + q0 * k,
                    final_rows.get() + q0 * k, k, rows, query_stats.get() + 2 * q0, base_stats.get(),
-                   result_flags + q0, stream);
+                   result_flags + q0, stream, split_bounds.size() > 0 ? split_bounds.get() + q0 : nullptr);
   launch_finalize(final_keys.get() + q0 * k, final_rows.get() + q0 * k, rows, k, nullptr, l2, result_d + q0 * k,
                   result_i + q0 * k, stream);
 }

@@ -286,13 +286,14 @@ bool tf32_select_fits(const SelectLimits& limits, int64_t dim, int64_t kc, int64
   return shape_fits(dim, kc, n) && limits.compute_capability >= 80 && needed <= size_t(limits.max_shared_bytes);
 }
 
-int64_t tf32_select_splits(const SelectLimits& limits, int64_t nq, int64_t n) {
+int64_t tf32_select_splits(const SelectLimits& limits, int64_t nq, int64_t n, int64_t min_splits) {
   const int64_t query_tiles = ceil_div(nq, kQueries);
   const int64_t most = std::max<int64_t>(1, std::min(kMaxSplits, ceil_div(n, kMinSplitTiles * kRows)));
   const int64_t slots = std::max(1, limits.sm_count);  // one block per multiprocessor
-  int64_t best = 1;
+  const int64_t least = std::clamp<int64_t>(min_splits, 1, most);
+  int64_t best = least;
   double best_fill = 0;
-  for (int64_t s = 1; s <= most; ++s) {
+  for (int64_t s = least; s <= most; ++s) {
     const int64_t blocks = query_tiles * s;
     const double fill = double(blocks) / double(ceil_div(blocks, slots) * slots);
     if (fill >= kMinWaveFill) return s;

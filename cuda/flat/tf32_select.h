@@ -37,8 +37,9 @@ constexpr int64_t kTf32SelectMaxK = 32;
 bool tf32_select_fits(const SelectLimits& limits, int64_t dim, int64_t kc, int64_t n);
 
 // How many splits of the base a search of nq queries against n rows takes: enough blocks for whole
-// waves of the device (limits.sm_count), each split at least a few tiles.
-int64_t tf32_select_splits(const SelectLimits& limits, int64_t nq, int64_t n);
+// waves of the device (limits.sm_count), each split at least a few tiles, and at least min_splits
+// where the base has that many splits of a few tiles.
+int64_t tf32_select_splits(const SelectLimits& limits, int64_t nq, int64_t n, int64_t min_splits = 1);
 
 // The kernel that runs the pass: on a device of compute capability 9.0, warpgroup products (wgmma,
 // tf32_select_sm90a.h) by default; elsewhere, or when asked, mma.sync products.

@@ -164,6 +164,52 @@ TEST(GpuKnnCertified, CertifiesTheBenchmarkShapeWithTf32) {
   }
 }
 
+// Up to 64 candidates (k = 17 .. 48) the fused kernel still runs the TF32 pass, each split keeping
+// its best 32 (knn.cu, kMaxTruncatedCandidates): on rows in random order the certificate, bounded by
+// the full splits' last keys too, holds for every query. Rows stored cluster by cluster crowd a
+// query's neighbours into one or two splits: more than 32 of its candidates there, the bound
+// falls below them, and the query goes to the SGEMM pass; the results are exact either way.
+TEST(GpuKnnCertified, TruncatedSplitsCertifyOrFallBack) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  const int64_t n = testing::sized(20000, 12000), nq = 256;  // the fused kernel's least
+  for (Metric metric : {Metric::l2, Metric::inner_product}) {
+    for (int64_t k : {17, 33, 48}) {
+      SCOPED_TRACE(::testing::Message() << metric_name(metric) << " k " << k);
+      const Problem p = uniform(n, 128, nq, metric, uint32_t(20 + k));
+      const Output o = search(resources, p, k);
+      EXPECT_EQ(gpu::last_knn_pass_counts().tf32, nq);
+      expect_exact(p, k, o.dist, o.ids);
+    }
+  }
+  // 40 clusters of n / 40 rows each, stored one after the other; queries near the centres.
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<float> unit(-1.f, 1.f);
+  constexpr int64_t kCentres = 40, kDim = 64;
+  std::vector<float> centres(size_t(kCentres * kDim));
+  for (float& v : centres) v = unit(gen);
+  auto near = [&](int64_t j) {
+    std::vector<float> x(static_cast<size_t>(kDim));
+    for (int64_t d = 0; d < kDim; ++d) x[size_t(d)] = centres[size_t(j * kDim + d)] + 0.1f * unit(gen);
+    return x;
+  };
+  Problem clustered{n, kDim, nq, Metric::l2, {}, {}};
+  for (int64_t r = 0; r < n; ++r) {
+    const std::vector<float> x = near(r * kCentres / n);
+    clustered.base.insert(clustered.base.end(), x.begin(), x.end());
+  }
+  for (int64_t q = 0; q < nq; ++q) {
+    const std::vector<float> x = near(q % kCentres);
+    clustered.queries.insert(clustered.queries.end(), x.begin(), x.end());
+  }
+  const Output o = search(resources, clustered, 40);
+  const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
+  EXPECT_EQ(answered(c), nq);
+  expect_exact(clustered, 40, o.dist, o.ids);
+  std::printf("clustered rows, k = 40: %lld queries certified by TF32, %lld by SGEMM, %lld directly\n",
+              (long long)c.tf32, (long long)c.sgemm, (long long)c.direct);
+}
+
 TEST(GpuKnnCertified, FewRowsAndOddDimensions) {
   QV_REQUIRE_GPU();
   gpu::Resources& resources = testing::shared_resources();
