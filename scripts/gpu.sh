@@ -10,15 +10,19 @@
 #                                            (racecheck, memcheck, synccheck, initcheck; comma-separated,
 #                                            run at once), built alone, with the suites' smaller problems
 #                                            (QUIVER_SANITIZER_SIZES=small) and split into shards run side
-#                                            by side (spread over the GPUs where there are several): the
-#                                            whole suite fits one 10-minute call. Prints the hazards /
+#                                            by side (spread over the GPUs where there are several).
+#                                            On one H100, memcheck,synccheck,initcheck take one 10-minute
+#                                            call (about 8 minutes); racecheck takes about four (split
+#                                            it with QUIVER_SANITIZER_FILTER). Prints the hazards /
 #                                            errors found.
 #   environment: OUT (log folder), QUIVER_JOBS (default 16), CMAKE_CUDA_ARCHITECTURES (default 90),
 #                QUIVER_MEMCHECK_FILTER (a --gtest_filter for the memcheck run, default all),
 #                QUIVER_MEMCHECK_ARGS (more compute-sanitizer options),
 #                QUIVER_SANITIZER_SHARDS (--sanitize: processes side by side per tool, default 8),
 #                QUIVER_SANITIZER_FILTER (--sanitize: a --gtest_filter, default all),
-#                QUIVER_SANITIZER_SECONDS (--sanitize: a shard's time limit, default 540)
+#                QUIVER_SANITIZER_SECONDS (--sanitize: a shard's time limit, default 540),
+#                QUIVER_SANITIZER_ALONE (--sanitize: tests run one a process beside the shards; default,
+#                without a filter, the slowest under racecheck: 2-7 minutes each on an H100)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -79,24 +83,35 @@ find_sanitizer() {
   echo "$found"
 }
 
-# One shard of the GPU suite under the sanitizer (gtest's own sharding: test i goes to shard i mod N).
-# With several GPUs, shard i's test contexts go to GPU i mod GPUs (every GPU stays visible, so the
-# multi-device tests still run), within a time limit (a shard stopped by it counts as failed).
+# One shard of the GPU suite under the sanitizer (gtest's own sharding: test i goes to shard i mod N),
+# its test contexts on GPU `device` (every GPU stays visible, so the multi-device tests still run),
+# within a time limit (a shard stopped by it counts as failed).
 sanitize_shard() {
-  local sanitizer="$1" tool="$2" shards="$3" index="$4" gpus="$5"
+  local sanitizer="$1" tool="$2" shards="$3" index="$4" device="$5" filter="$6"
   local options=(--tool "$tool" --error-exitcode 1)
   # API errors are not reported: the suite provokes some on purpose (out-of-memory tests).
   [[ "$tool" == memcheck ]] && options+=(--leak-check full --report-api-errors no)
   [[ "$tool" == racecheck ]] && options+=(--racecheck-report hazard)
   GTEST_TOTAL_SHARDS="$shards" GTEST_SHARD_INDEX="$index" QUIVER_SANITIZER_SIZES=small \
-    QUIVER_TEST_DEVICE=$((index % (gpus > 0 ? gpus : 1))) \
+    QUIVER_TEST_DEVICE="$device" \
     timeout --signal=INT --kill-after=20 "${QUIVER_SANITIZER_SECONDS:-540}" \
     "$sanitizer" "${options[@]}" ${QUIVER_MEMCHECK_ARGS:-} "$build/tests/quiver_gpu_test" \
-    --gtest_filter="${QUIVER_SANITIZER_FILTER:-*}"
+    --gtest_filter="$filter"
 }
 
-# --sanitize TOOLS: every tool's shards side by side (the sanitizer's host side is the bottleneck;
-# the GPUs serve them all), then, per tool, the tests passed and the hazards or errors reported.
+# The slowest tests under racecheck: alone, each finishes within a shard's limit; in a shard, after
+# others, they did not.
+default_alone="GpuFaultInjection.EveryKindSurvivesEveryFailedDeviceAllocation
+GpuFlatRange.SmallTilesAndBuffersInParts GpuGraphSearch.WideQueueIsExactOnConnectedGraphs
+GpuIvfRange.SmallTilesAndBlocks GpuMetricSearch.IntegerVectorsWithTiesAreExact
+GpuMetricSearch.VectorsEveryMethodEqualsBruteForce GpuMetricSearch.LongStringsAreExact
+GpuMetricSearch.SmallTileBudgetGivesTheSameResults GpuMetricIndex.VectorIndexesEqualTheReference
+GpuMultiDevice.AddsSurviveEveryFailedDeviceAllocation GpuKnnStream.IdenticalToUnstreamedForEveryK
+EveryKind/GpuMultiDevice.TwoDevicesFromTwoThreadsMatchOneDevice/OPQ16_IVF64_PQ16"
+
+# --sanitize TOOLS: every tool's shards and lone tests side by side (the sanitizer's host side is the
+# bottleneck; the GPUs serve them all, process i on GPU i mod GPUs), then, per tool, the tests passed
+# and the hazards or errors reported.
 sanitize_suite() {
   local tools="$1" shards="${QUIVER_SANITIZER_SHARDS:-8}" sanitizer pids=() names=() rc=0 i tool gpus
   sanitizer="$(find_sanitizer)"
@@ -105,11 +120,27 @@ sanitize_suite() {
     return 1
   fi
   gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
+  [[ "$gpus" -gt 0 ]] || gpus=1
+  # The lone tests by default only over the whole suite; a filter names its own tests.
+  local filter="${QUIVER_SANITIZER_FILTER:-*}" alone lone_default="$default_alone"
+  [[ -n "${QUIVER_SANITIZER_FILTER:-}" ]] && lone_default=""
+  read -r -a alone <<<"$(echo ${QUIVER_SANITIZER_ALONE-$lone_default})"
+  if [[ ${#alone[@]} -gt 0 ]]; then
+    local excluded
+    excluded="$(IFS=:; echo "${alone[*]}")"
+    [[ "$filter" == *-* ]] && filter="$filter:$excluded" || filter="$filter-$excluded"
+  fi
   for tool in ${tools//,/ }; do
     for ((i = 0; i < shards; ++i)); do
-      sanitize_shard "$sanitizer" "$tool" "$shards" "$i" "$gpus" >"$OUT/$tool-shard$i.log" 2>&1 &
+      sanitize_shard "$sanitizer" "$tool" "$shards" "$i" $((i % gpus)) "$filter" >"$OUT/$tool-shard$i.log" 2>&1 &
       pids+=($!)
       names+=("$tool shard $i")
+    done
+    for ((i = 0; i < ${#alone[@]}; ++i)); do  # a lone test: shard 0 of 1
+      sanitize_shard "$sanitizer" "$tool" 1 0 $(((shards + i) % gpus)) "${alone[$i]}" \
+        >"$OUT/$tool-shard$((shards + i)).log" 2>&1 &
+      pids+=($!)
+      names+=("$tool shard $((shards + i))")
     done
   done
   for i in "${!pids[@]}"; do
@@ -132,7 +163,7 @@ sanitize_suite() {
     cat "$OUT/$tool"-shard*.log | grep -oE '^========= .* at .* in [^ ]+:[0-9]+' |
       sed -E 's/^========= +//; s/\+0x[0-9a-f]+//' | sort | uniq -c | sort -rn | head -6
     cat "$OUT/$tool"-shard*.log | grep -oE 'Host Frame: .*_Test::TestBody' | sort | uniq -c | sort -rn | head -6
-    echo "$tool: $tests tests passed in $shards shards, $findings hazards / errors reported"
+    echo "$tool: $tests tests passed in $shards shards and ${#alone[@]} lone tests, $findings hazards / errors reported"
     [[ "$findings" -eq 0 ]] || rc=1
   done
   return $rc
