@@ -219,14 +219,14 @@ int main(int argc, char** argv) {
   int64_t n = 1000000, dim = 128, nq = 10000, sel_cols = 128000;
   int runs = 5;
   bool quick = false;
-  std::string only;  // one section: ceilings, select, exact, range, offset, modes, shapes, stream, kmeans
+  std::string only;  // one section: ceilings, select, exact, range, offset, graph, modes, shapes, stream, kmeans
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::max(5, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else {
-      std::fprintf(stderr, "usage: gpu_bench [--json FILE] [--runs N>=5] [--quick] [--only ceilings|select|exact|range|offset|modes|shapes|stream|kmeans]\n");
+      std::fprintf(stderr, "usage: gpu_bench [--json FILE] [--runs N>=5] [--quick] [--only ceilings|select|exact|range|offset|graph|modes|shapes|stream|kmeans]\n");
       return 2;
     }
   }
@@ -664,6 +664,35 @@ int main(int argc, char** argv) {
         std::snprintf(note, sizeof note, "%s%s", passes_note().c_str(),
                       data == 0 ? "" : (", " + std::to_string(t.median_ms / gaussian_ms).substr(0, 4) + "x gaussian").c_str());
         report(task, "host-to-host", t, nq / t.median_ms * 1e3, "QPS", note);
+      }
+    }
+
+    // ---- the exact k-NN graph's query tile (cpp/graph/knn_graph.cpp): 16 384 rows of the base as
+    // queries, k + 1 for the row itself; the graph's k = 10 and 32 on three kinds of data ----
+    if (section("graph")) {
+      const int64_t tile = std::min<int64_t>(16384, n);
+      for (int data = 0; data < 3; ++data) {
+        float* base = data == 0 ? random_device(n * dim, 31) : data == 1 ? gaussian_device(n * dim, 31)
+                                                                         : offset_device(n, dim, 31);
+        auto matrix = gpu::make_matrix(*resources, dim);
+        gpu::matrix_append(*resources, *matrix, n, base);
+        CHECK_CUDA(cudaFree(base));
+        for (int64_t k : {int64_t(11), int64_t(33)}) {
+          float* dd = nullptr;
+          int64_t* di = nullptr;
+          CHECK_CUDA(cudaMalloc(&dd, tile * k * sizeof(float)));
+          CHECK_CUDA(cudaMalloc(&di, tile * k * sizeof(int64_t)));
+          const Timing t = time_it(runs, [&] {
+            gpu::knn(*resources, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim,
+                     gpu::matrix_data(*matrix), tile, k, dd, di);
+          });
+          char task[112];
+          std::snprintf(task, sizeof task, "graph tile %lldx%lld %s, k=%lld", (long long)n, (long long)dim,
+                        data == 0 ? "uniform" : data == 1 ? "gaussian" : "centres", (long long)k);
+          report(task, "device", t, tile / t.median_ms * 1e3, "QPS", passes_note());
+          cudaFree(dd);
+          cudaFree(di);
+        }
       }
     }
 
