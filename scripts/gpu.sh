@@ -12,7 +12,7 @@
 #                                            (QUIVER_SANITIZER_SIZES=small) and split into shards run side
 #                                            by side (spread over the GPUs where there are several).
 #                                            On one H100, memcheck,synccheck,initcheck take one 10-minute
-#                                            call (about 8 minutes); racecheck takes about four (split
+#                                            call (about 8 minutes); racecheck takes about five (split
 #                                            it with QUIVER_SANITIZER_FILTER). Prints the hazards /
 #                                            errors found.
 #   environment: OUT (log folder), QUIVER_JOBS (default 16), CMAKE_CUDA_ARCHITECTURES (default 90),
