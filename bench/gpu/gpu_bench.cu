@@ -810,21 +810,21 @@ int main(int argc, char** argv) {
       for (int64_t k : {int64_t(10), int64_t(100)}) {
         std::vector<float> hd(size_t(nq * k)), sd(size_t(nq * k));
         std::vector<int64_t> hi(size_t(nq * k)), si(size_t(nq * k));
-        char task[96], note[96];
+        char task[96], note[192];
         std::snprintf(task, sizeof task, "exact %lldx%lld pageable base, %lld queries, k=%lld", (long long)n,
                       (long long)dim, (long long)nq, (long long)k);
         const Timing tw = time_it(runs, [&] {
           gpu::knn(*whole, Metric::l2, hbase.data(), nullptr, n, dim, hq.data(), nq, k, hd.data(), hi.data());
         });
-        std::snprintf(note, sizeof note, "copied whole, pool peak %.0f MiB",
-                      gpu::memory_stats(*whole).peak_bytes / 1048576.0);
+        std::snprintf(note, sizeof note, "copied whole, pool peak %.0f MiB, %s",
+                      gpu::memory_stats(*whole).peak_bytes / 1048576.0, passes_note().c_str());
         report(task, "host-copy", tw, nq / tw.median_ms * 1e3, "QPS", note);
         const Timing ts = time_it(runs, [&] {
           gpu::knn(*streaming, Metric::l2, hbase.data(), nullptr, n, dim, hq.data(), nq, k, sd.data(), si.data());
         });
-        std::snprintf(note, sizeof note, "stream_bytes 64 MiB, pool peak %.0f MiB, results %s",
+        std::snprintf(note, sizeof note, "stream_bytes 64 MiB, pool peak %.0f MiB, results %s, %s",
                       gpu::memory_stats(*streaming).peak_bytes / 1048576.0,
-                      hi == si && hd == sd ? "identical" : "DIFFER");
+                      hi == si && hd == sd ? "identical" : "DIFFER", passes_note().c_str());
         report(task, "streamed", ts, nq / ts.median_ms * 1e3, "QPS", note);
         const Timing tr = time_it(runs, [&] {
           gpu::knn(*resources, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, hq.data(),
