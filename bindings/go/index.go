@@ -5,7 +5,6 @@ import "C"
 
 import (
 	"runtime"
-	"runtime/cgo"
 	"sync"
 	"unsafe"
 )
@@ -142,18 +141,14 @@ func withProgress(h *C.qv_index_t, progress func(float64) bool, step func() erro
 	if progress == nil {
 		return step()
 	}
-	state := &progressState{fn: progress}
-	handle := cgo.NewHandle(state)
-	defer handle.Delete()
-	if err := statusError(C.qv_go_index_set_progress(call(C.qv_index_set_progress), h, C.uintptr_t(handle))); err != nil {
+	return callWithProgress(progress, func(handle C.uintptr_t) error {
+		if err := statusError(C.qv_go_index_set_progress(call(C.qv_index_set_progress), h, handle)); err != nil {
+			return err
+		}
+		err := step()
+		C.qv_go_index_set_progress(call(C.qv_index_set_progress), h, 0)
 		return err
-	}
-	err := step()
-	C.qv_go_index_set_progress(call(C.qv_index_set_progress), h, 0)
-	if state.panicked {
-		panic(state.value)
-	}
-	return err
+	})
 }
 
 // Add adds the vectors of x (len(x) a multiple of Dim(), finite, and non-zero for MetricCosine),

@@ -6,7 +6,6 @@ import "C"
 import (
 	"math"
 	"runtime"
-	"runtime/cgo"
 )
 
 // KmeansParams tunes Kmeans. Start from DefaultKmeansParams: the zero value means zero iterations.
@@ -62,12 +61,9 @@ func Kmeans(ctx *Context, dim int, x []float32, k int, p *KmeansParams) (*Kmeans
 		cp.seed = C.uint64_t(p.Seed)
 		cp.max_points_per_centroid = C.int64_t(p.MaxPointsPerCentroid)
 	}
-	var handle cgo.Handle
-	var state *progressState
-	if p != nil && p.Progress != nil {
-		state = &progressState{fn: p.Progress}
-		handle = cgo.NewHandle(state)
-		defer handle.Delete()
+	var progress func(float64) bool
+	if p != nil {
+		progress = p.Progress
 	}
 	c, err := ctx.acquire()
 	if err != nil {
@@ -76,12 +72,11 @@ func Kmeans(ctx *Context, dim int, x []float32, k int, p *KmeansParams) (*Kmeans
 	defer ctx.mu.RUnlock()
 	out := &KmeansResult{Centroids: make([]float32, k*dim), Assignments: make([]int64, n)}
 	var objective C.double
-	err = statusError(C.qv_go_kmeans(call(C.qv_kmeans), c, C.int64_t(dim), C.int64_t(n), floats(x),
-		C.uint32_t(k), &cp, C.uintptr_t(handle), floats(out.Centroids), int64s(out.Assignments), &objective))
+	err = callWithProgress(progress, func(handle C.uintptr_t) error {
+		return statusError(C.qv_go_kmeans(call(C.qv_kmeans), c, C.int64_t(dim), C.int64_t(n), floats(x),
+			C.uint32_t(k), &cp, handle, floats(out.Centroids), int64s(out.Assignments), &objective))
+	})
 	runtime.KeepAlive(ctx)
-	if state != nil && state.panicked {
-		panic(state.value)
-	}
 	if err != nil {
 		return nil, err
 	}

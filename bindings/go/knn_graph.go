@@ -6,7 +6,6 @@ import "C"
 import (
 	"math"
 	"runtime"
-	"runtime/cgo"
 )
 
 // KnnGraphMethod says how KnnGraph finds the neighbours.
@@ -76,18 +75,13 @@ func KnnGraph(ctx *Context, metric Metric, dim int, x []float32, k int, p *KnnGr
 	if st := C.qv_knn_graph_params_init(&cp); st != C.QV_OK {
 		return nil, &Error{Status: Status(st), Message: "qv_knn_graph_params_init failed"}
 	}
-	var handle cgo.Handle
-	var state *progressState
+	var progress func(float64) bool
 	if p != nil {
 		cp.method = C.qv_knn_graph_method_t(p.Method)
 		cp.target_recall = C.double(p.TargetRecall)
 		cp.seed = C.uint64_t(p.Seed)
 		cp.recall_sample = C.int64_t(p.RecallSample)
-		if p.Progress != nil {
-			state = &progressState{fn: p.Progress}
-			handle = cgo.NewHandle(state)
-			defer handle.Delete()
-		}
+		progress = p.Progress
 	}
 	c, err := ctx.acquire()
 	if err != nil {
@@ -96,14 +90,12 @@ func KnnGraph(ctx *Context, metric Metric, dim int, x []float32, k int, p *KnnGr
 	defer ctx.mu.RUnlock()
 	out := &Neighbors{NQ: n, K: k, Distances: make([]float32, n*k), IDs: make([]int64, n*k)}
 	var recall C.double
-	err = statusError(C.qv_go_knn_graph(call(C.qv_knn_graph), c, C.qv_metric_t(metric), C.int64_t(dim),
-		C.int64_t(n), floats(x), C.uint32_t(k), &cp, C.uintptr_t(handle), floats(out.Distances),
-		int64s(out.IDs), &recall))
+	err = callWithProgress(progress, func(handle C.uintptr_t) error {
+		return statusError(C.qv_go_knn_graph(call(C.qv_knn_graph), c, C.qv_metric_t(metric), C.int64_t(dim),
+			C.int64_t(n), floats(x), C.uint32_t(k), &cp, handle, floats(out.Distances), int64s(out.IDs), &recall))
+	})
 	runtime.KeepAlive(ctx)
 	runtime.KeepAlive(x)
-	if state != nil && state.panicked {
-		panic(state.value)
-	}
 	if err != nil {
 		return nil, err
 	}

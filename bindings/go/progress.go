@@ -14,6 +14,22 @@ type progressState struct {
 	value    interface{}
 }
 
+// callWithProgress runs call with the cgo handle of progress (0 when progress is nil), deleted
+// once call returns; a panic in progress, which cancelled the call, is raised again after it.
+func callWithProgress(progress func(float64) bool, call func(handle C.uintptr_t) error) error {
+	if progress == nil {
+		return call(0)
+	}
+	state := &progressState{fn: progress}
+	handle := cgo.NewHandle(state)
+	defer handle.Delete()
+	err := call(C.uintptr_t(handle))
+	if state.panicked {
+		panic(state.value)
+	}
+	return err
+}
+
 // qvGoProgress runs the progress func of a call (KnnGraph, an index's TrainWithProgress or
 // AddWithProgress). The library calls it on the thread of that call, so it runs on the calling
 // goroutine's stack of cgo frames. Nonzero cancels.

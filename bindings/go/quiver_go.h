@@ -42,6 +42,15 @@ static inline int qv_go_progress(double fraction, void *user_data) {
   return qvGoProgress(fraction, (uintptr_t)user_data);
 }
 
+/* A params copy's progress set to the Go func of the handle, when not 0. */
+#define QV_GO_SET_PROGRESS(params, handle)     \
+  do {                                         \
+    if ((handle) != 0) {                       \
+      (params).progress = qv_go_progress;      \
+      (params).user_data = (void *)(handle);   \
+    }                                          \
+  } while (0)
+
 static inline qv_go_status_t qv_go_status(qv_go_call_t call, qv_status_t status) {
   qv_go_status_t r = {status, NULL};
   if (status != QV_OK) {
@@ -227,10 +236,7 @@ static inline qv_go_status_t qv_go_kmeans(qv_go_call_t call, qv_context_t *conte
                                           const qv_kmeans_params_t *params, uintptr_t handle,
                                           float *centroids, int64_t *assignments, double *objective) {
   qv_kmeans_params_t local = *params;
-  if (handle != 0) {
-    local.progress = qv_go_progress;
-    local.user_data = (void *)handle;
-  }
+  QV_GO_SET_PROGRESS(local, handle);
   return qv_go_status(call, QV_GO_FN(call, qv_kmeans)(context, dim, n, x, k, &local, centroids,
                                                       assignments, objective));
 }
@@ -242,10 +248,7 @@ static inline qv_go_status_t qv_go_knn_graph(qv_go_call_t call, qv_context_t *co
                                              const qv_knn_graph_params_t *params, uintptr_t handle,
                                              float *distances, int64_t *ids, double *recall) {
   qv_knn_graph_params_t local = *params;
-  if (handle != 0) {
-    local.progress = qv_go_progress;
-    local.user_data = (void *)handle;
-  }
+  QV_GO_SET_PROGRESS(local, handle);
   return qv_go_status(call, QV_GO_FN(call, qv_knn_graph)(context, metric, dim, n, x, k, &local,
                                                          distances, ids, recall));
 }

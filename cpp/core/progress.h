@@ -29,10 +29,11 @@ class Progress {
   }
 
   // fraction: of the current phase, 0 .. 1. From the calling thread only.
-  void report(double fraction) const {
-    if (!callback_) return;
-    if (!callback_(begin_ + (end_ - begin_) * std::clamp(fraction, 0.0, 1.0)))
-      fail(Status::cancelled, what_, ": cancelled by the progress callback");
+  void report(double fraction) const { reach(whole(fraction)); }
+
+  // whole: of the whole call, reached at the end of a step that reports nothing itself.
+  void reach(double whole_fraction) const {
+    if (callback_ && !callback_(whole_fraction)) fail(Status::cancelled, what_, ": cancelled by the progress callback");
   }
 
   // A callback for a call made inside this one (a k-NN graph inside a graph build): its fractions
@@ -40,10 +41,13 @@ class Progress {
   // phase stays.
   ProgressFn nested() const {
     if (!callback_) return {};
-    return [this](double fraction) { return callback_(begin_ + (end_ - begin_) * std::clamp(fraction, 0.0, 1.0)); };
+    return [this](double fraction) { return callback_(whole(fraction)); };
   }
 
  private:
+  // A fraction of the current phase as a fraction of the whole call.
+  double whole(double fraction) const { return begin_ + (end_ - begin_) * std::clamp(fraction, 0.0, 1.0); }
+
   const ProgressFn& callback_;
   const char* what_;
   double begin_ = 0, end_ = 1;

@@ -233,8 +233,7 @@ BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, in
   const int64_t k = options.k;
   // 1. Rows pruned from the k-NN lists, with reverse edges: a local, well-connected graph.
   built.graph = prune_knn_graph(context.pool(), build_metric, space, n, knn.data(), keys.data(), k, params.prune);
-  progress.phase(0.3, 0.4);
-  progress.report(1);
+  progress.reach(0.4);
   // 2. As NSG: each row pruned again from what a search for its point on graph 1 computes on its
   // way, plus its k-NN list. The search gives candidates a k-NN list lacks, and pruning keeps those
   // that lead elsewhere, among them the longer edges that let a search cross between clusters.
@@ -253,8 +252,7 @@ BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, in
                                   : FixedDegreeGraph(0, degree);
     if (chosen.rows == 0) chosen = refine_on_host(context, in, built.graph, built.entries, layer, params, progress);
     built.graph = merge_reverse_edges(context.pool(), space, chosen, knn.data(), keys.data(), k, params.prune);
-    progress.phase(0.9, 0.95);
-    progress.report(1);
+    progress.reach(0.95);
     // Over the full vectors, the layer is the one the index's walks start from.
     if (!narrow) built.layer = std::move(layer);
   }
@@ -264,8 +262,7 @@ BuiltGraph build_graph(Context& context, Metric metric, const float* vectors, in
   view.dim = dim;
   view.key = search_key(metric);
   connect_from_entry(built.graph, view, built.entries.front(), std::max<int64_t>(params.connect_width, degree));
-  progress.phase(0.95, 1.0);
-  progress.report(1);
+  progress.reach(1.0);
   return built;
 }
 

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "cpp/cluster/kmeans.h"
+#include "cpp/core/progress.h"
 #include "cpp/core/thread_pool.h"
 #include "cpp/distance/vectors.h"
 #include "cpp/exact/knn.h"
-#include "cpp/core/progress.h"
 #include "cpp/graph/neighbour_lists.h"
 
 namespace quiver {

@@ -4,10 +4,10 @@
 #include <atomic>
 #include <vector>
 
+#include "cpp/core/progress.h"
 #include "cpp/core/random.h"
 #include "cpp/core/thread_pool.h"
 #include "cpp/distance/vectors.h"
-#include "cpp/core/progress.h"
 #include "cpp/graph/neighbour_lists.h"
 
 namespace quiver {

@@ -117,8 +117,7 @@ IvfModel train_ivf_model(Context& context, const IvfSpec& spec, Metric metric, i
     pq_options.max_training_vectors = kPqTrainingVectors;
     model.pq = train_product_quantizer(context, dim, spec.pq_m, n_quantizer, residuals.data(),
                                        kIvfTrainingSeed + kPqSeedOffset, pq_options);
-    reports.phase(0.8, 1.0);
-    reports.report(1);
+    reports.reach(1.0);
   }
   return model;
 }

@@ -39,7 +39,7 @@ struct ProgressState<F> {
 // Called by the library on the thread of the call it was given to, while the state is borrowed by
 // that call.
 unsafe extern "C" fn trampoline<F: FnMut(f64) -> bool>(fraction: f64, user: *mut c_void) -> c_int {
-    // SAFETY: user is the ProgressState<F> of c_callback, alive for the whole call, and the library
+    // SAFETY: user is the ProgressState<F> of with_callback, alive for the whole call, and the library
     // calls this on that call's thread only, never twice at once.
     let state = unsafe { &mut *(user as *mut ProgressState<F>) };
     if state.panic.is_some() {
