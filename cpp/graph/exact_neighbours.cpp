@@ -2,6 +2,7 @@
 
 #include "cpp/backend/gpu.h"
 #include "cpp/core/context.h"
+#include "cpp/core/error.h"
 #include "cpp/distance/vectors.h"
 #include "cpp/exact/knn.h"
 #include "cpp/exact/knn_bf16.h"
@@ -9,7 +10,7 @@
 namespace quiver {
 
 ExactNeighbours::ExactNeighbours(Context& context, Metric metric, int64_t dim, int64_t n, const Input& data)
-    : context_(context), metric_(metric), dim_(dim), n_(n), data_(data) {
+    : context_(context), metric_(metric), dim_(dim), n_(n), data_(data), base_(data.data) {
   if (context.device() == DeviceKind::cuda) return;
   db_.x = data.data;
   db_.n = n;
@@ -25,9 +26,22 @@ ExactNeighbours::ExactNeighbours(Context& context, Metric metric, int64_t dim, i
 
 ExactNeighbours::~ExactNeighbours() = default;
 
+void ExactNeighbours::copy_to_device() {
+  try {
+    device_copy_ = gpu::make_matrix(context_.gpu(), dim_);
+    gpu::matrix_append(context_.gpu(), *device_copy_, n_, data_.data);
+  } catch (const Error& e) {
+    if (e.status() != Status::out_of_device_memory) throw;
+    device_copy_.reset();  // each search streams the host rows instead
+    return;
+  }
+  base_ = gpu::matrix_data(*device_copy_);
+  if (metric_ == Metric::l2) base_norms_ = gpu::matrix_norms(*device_copy_);
+}
+
 void ExactNeighbours::search(int64_t nq, const float* queries, int64_t k, float* distances, int64_t* ids) {
   if (context_.device() == DeviceKind::cuda) {
-    gpu::knn(context_.gpu(), metric_, data_.data, nullptr, n_, dim_, queries, nq, k, distances, ids);
+    gpu::knn(context_.gpu(), metric_, base_, base_norms_, n_, dim_, queries, nq, k, distances, ids);
     return;
   }
   const Queries q{queries, nq};
@@ -36,6 +50,15 @@ void ExactNeighbours::search(int64_t nq, const float* queries, int64_t k, float*
   } else {
     exact_knn(context_.pool(), db_, q, k, IdFilter{}, distances, ids);
   }
+}
+
+void ExactNeighbours::search_rows(int64_t first, int64_t count, int64_t k, float* distances, int64_t* ids) {
+  if (context_.device() == DeviceKind::cuda && !data_.on_device && !tried_copy_) {
+    tried_copy_ = true;
+    copy_to_device();
+  }
+  // With a device copy, the queries are read there too.
+  search(count, (device_copy_ ? base_ : data_.data) + first * dim_, k, distances, ids);
 }
 
 }  // namespace quiver

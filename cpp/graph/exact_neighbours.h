@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "cpp/backend/gpu.h"
 #include "cpp/core/input.h"
 #include "cpp/core/metric.h"
 #include "cpp/exact/database.h"
@@ -28,12 +29,24 @@ class ExactNeighbours {
   // (prepared as the data, host memory or, on a CUDA context, device memory): distances in the
   // metric's units and ids, closest first, ties to the smaller row; host outputs.
   void search(int64_t nq, const float* queries, int64_t k, float* distances, int64_t* ids);
+  // The same for rows [first, first + count) of the data set as the queries. On a CUDA context with
+  // the data in host memory, the first call copies the data set to the device (where it fits) for
+  // this and every later search: a whole graph's chunks then read the base from there.
+  void search_rows(int64_t first, int64_t count, int64_t k, float* distances, int64_t* ids);
 
  private:
+  void copy_to_device();
+
   Context& context_;
   Metric metric_;
   int64_t dim_, n_;
   const Input& data_;
+  // CUDA context, data in host memory: a device copy with its norms, made once (every chunk's
+  // search would copy the whole base again); null where the device cannot hold it.
+  bool tried_copy_ = false;
+  gpu::DeviceMatrixPtr device_copy_;
+  const float* base_ = nullptr;        // the rows the search reads (the copy, or data_.data)
+  const float* base_norms_ = nullptr;  // their squared norms on the device (L2 with a copy), or null
   Database db_;  // CPU only
   std::vector<float> norms_;
   std::unique_ptr<Bf16Database> bf16_;  // CPU only, when the bfloat16 path pays off

@@ -60,7 +60,7 @@ void exact_graph(Context& context, Metric metric, int64_t dim, int64_t n, const 
   std::vector<int64_t> found_i(static_cast<size_t>(chunk * (k + 1)));
   for (int64_t first = 0; first < n; first += chunk) {
     const int64_t rows = std::min(chunk, n - first);
-    exact.search(rows, input.data + first * dim, k + 1, found_d.data(), found_i.data());
+    exact.search_rows(first, rows, k + 1, found_d.data(), found_i.data());
     drop_self(first, rows, k, found_d.data(), found_i.data(), neighbours + first * k,
               distances != nullptr ? distances + first * k : nullptr);
     progress.report(double(first + rows) / double(n));
