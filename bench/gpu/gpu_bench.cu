@@ -17,12 +17,14 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cpp/backend/gpu.h"
 #include "cpp/backend/gpu_range.h"
 #include "cpp/core/error.h"
 #include "cuda/core/resources.h"
+#include "cuda/core/transfer.h"
 #include "cuda/flat/certify.h"
 #include "cuda/flat/compute_modes.h"
 #include "cuda/flat/knn_passes.h"
@@ -191,8 +193,9 @@ Timing time_it(int runs, const std::function<void()>& f) {
 std::string passes_note() {
   const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
   char note[96];
-  std::snprintf(note, sizeof note, "fp32 passes: tf32 %lld, sgemm %lld, direct %lld", (long long)c.tf32,
-                (long long)c.sgemm, (long long)c.direct);
+  std::snprintf(note, sizeof note, "fp32 passes: tf32 %lld, sgemm %lld, direct %lld%s", (long long)c.tf32,
+                (long long)c.sgemm, (long long)c.direct,
+                c.chunks > 0 ? (", " + std::to_string(c.chunks) + " chunks").c_str() : "");
   return note;
 }
 
@@ -219,14 +222,14 @@ int main(int argc, char** argv) {
   int64_t n = 1000000, dim = 128, nq = 10000, sel_cols = 128000;
   int runs = 5;
   bool quick = false;
-  std::string only;  // one section: ceilings, select, exact, range, offset, graph, modes, shapes, stream, kmeans
+  std::string only;  // one section: ceilings, select, exact, range, offset, graph, modes, shapes, transfer, stream, kmeans
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::max(5, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else {
-      std::fprintf(stderr, "usage: gpu_bench [--json FILE] [--runs N>=5] [--quick] [--only ceilings|select|exact|range|offset|graph|modes|shapes|stream|kmeans]\n");
+      std::fprintf(stderr, "usage: gpu_bench [--json FILE] [--runs N>=5] [--quick] [--only ceilings|select|exact|range|offset|graph|modes|shapes|transfer|stream|kmeans]\n");
       return 2;
     }
   }
@@ -268,7 +271,7 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaFree(a));
       CHECK_CUDA(cudaFree(b));
     }
-    {
+    if (section("ceilings")) {
       cublasHandle_t h;
       CHECK_BLAS(cublasCreate(&h));
       const int64_t tile = 16384;
@@ -790,8 +793,59 @@ int main(int argc, char** argv) {
       }
     }
 
-    // ---- exact k-NN with the base in pageable host memory: streamed in chunks under a forced small
-    // budget (ResourcesOptions::stream_bytes), copied whole, and device resident; host to host ----
+    // ---- host to device: the floors under a search of a base in pageable host memory (the 1M x 128
+    // base's bytes): the driver's own pageable copy, one pinned DMA, the pageable -> pinned memcpy on
+    // T threads, and the library's staged copy (cuda/core/transfer.h) ----
+    if (section("transfer")) {
+      const size_t bytes = size_t(n * dim) * sizeof(float);
+      std::vector<float> pageable(size_t(n * dim), 1.f);
+      float* pinned = nullptr;
+      float* device = nullptr;
+      CHECK_CUDA(cudaMallocHost(&pinned, bytes));
+      CHECK_CUDA(cudaMalloc(&device, bytes));
+      std::memset(pinned, 0, bytes);
+      const double gb = double(bytes) / 1e6;
+      char task[96];
+      std::snprintf(task, sizeof task, "host -> device, %.0f MB", bytes / 1e6);
+      Timing t = time_it(runs, [&] { CHECK_CUDA(cudaMemcpy(device, pageable.data(), bytes, cudaMemcpyHostToDevice)); });
+      report(task, "pageable", t, gb / t.median_ms, "GB/s", "cudaMemcpy (the driver's staging)");
+      t = time_it(runs, [&] { CHECK_CUDA(cudaMemcpy(device, pinned, bytes, cudaMemcpyHostToDevice)); });
+      report(task, "pinned", t, gb / t.median_ms, "GB/s", "one DMA");
+      t = time_it(runs, [&] {
+        gpu::copy_to_device(resources->staging(), 0, device, pageable.data(), bytes, 0);
+        CHECK_CUDA(cudaDeviceSynchronize());
+      });
+      report(task, "staged", t, gb / t.median_ms, "GB/s", "quiver's HostStaging::to_device");
+      for (int threads : {1, 2, 4, 8, 16}) {
+        t = time_it(runs, [&] {
+          std::vector<std::thread> workers;
+          const size_t slice = (bytes / threads + 4095) / 4096 * 4096;
+          for (int i = 0; i < threads; ++i) {
+            workers.emplace_back([&, i] {
+              const size_t begin = std::min(bytes, size_t(i) * slice), end = std::min(bytes, begin + slice);
+              std::memcpy(reinterpret_cast<char*>(pinned) + begin,
+                          reinterpret_cast<const char*>(pageable.data()) + begin, end - begin);
+            });
+          }
+          for (std::thread& w : workers) w.join();
+        });
+        char note[64];
+        std::snprintf(note, sizeof note, "memcpy pageable -> pinned, %d threads", threads);
+        report(task, "host memcpy", t, gb / t.median_ms, "GB/s", note);
+      }
+      t = time_it(runs, [&] {
+        CHECK_CUDA(cudaHostRegister(pageable.data(), bytes, cudaHostRegisterDefault));
+        CHECK_CUDA(cudaMemcpy(device, pageable.data(), bytes, cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaHostUnregister(pageable.data()));
+      });
+      report(task, "registered", t, gb / t.median_ms, "GB/s", "cudaHostRegister + one DMA + unregister");
+      CHECK_CUDA(cudaFreeHost(pinned));
+      CHECK_CUDA(cudaFree(device));
+    }
+
+    // ---- exact k-NN with the base in pageable host memory: copied whole before the search, copied
+    // whole in chunks searched as they arrive (the default), streamed in chunks under a forced small
+    // budget (ResourcesOptions::stream_bytes), and device resident; host to host ----
     if (section("stream")) {
       float* scratch = random_device(n * dim, 9);
       const std::vector<float> hbase = to_host(scratch, n * dim);
@@ -806,6 +860,8 @@ int main(int argc, char** argv) {
       auto streaming = gpu::make_resources(stream_options);
       gpu::ResourcesOptions whole_options;
       whole_options.stream_bytes = int64_t(1) << 50;
+      auto arriving = gpu::make_resources(whole_options);
+      whole_options.upload_chunk_bytes = int64_t(1) << 50;
       auto whole = gpu::make_resources(whole_options);
       for (int64_t k : {int64_t(10), int64_t(100)}) {
         std::vector<float> hd(size_t(nq * k)), sd(size_t(nq * k));
@@ -816,9 +872,16 @@ int main(int argc, char** argv) {
         const Timing tw = time_it(runs, [&] {
           gpu::knn(*whole, Metric::l2, hbase.data(), nullptr, n, dim, hq.data(), nq, k, hd.data(), hi.data());
         });
-        std::snprintf(note, sizeof note, "copied whole, pool peak %.0f MiB, %s",
+        std::snprintf(note, sizeof note, "copied whole, then searched, pool peak %.0f MiB, %s",
                       gpu::memory_stats(*whole).peak_bytes / 1048576.0, passes_note().c_str());
         report(task, "host-copy", tw, nq / tw.median_ms * 1e3, "QPS", note);
+        const Timing ta = time_it(runs, [&] {
+          gpu::knn(*arriving, Metric::l2, hbase.data(), nullptr, n, dim, hq.data(), nq, k, sd.data(), si.data());
+        });
+        std::snprintf(note, sizeof note, "searched as it arrives, pool peak %.0f MiB, results %s, %s",
+                      gpu::memory_stats(*arriving).peak_bytes / 1048576.0,
+                      hi == si && hd == sd ? "identical" : "DIFFER", passes_note().c_str());
+        report(task, "arriving", ta, nq / ta.median_ms * 1e3, "QPS", note);
         const Timing ts = time_it(runs, [&] {
           gpu::knn(*streaming, Metric::l2, hbase.data(), nullptr, n, dim, hq.data(), nq, k, sd.data(), si.data());
         });

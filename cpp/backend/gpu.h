@@ -46,6 +46,10 @@ struct ResourcesOptions {
   // overlapped with the search of the current one; results are identical. 0: a quarter of the
   // device's free memory at call time. Lets a database larger than the GPU be searched.
   int64_t stream_bytes = 0;
+  // knn with a base in host memory within stream_bytes: the base's device copy is made in chunks of
+  // about this many bytes (whole distance tiles), and the search of each chunk starts once it is
+  // there instead of after the whole copy; results are identical. 0: 64 MiB.
+  int64_t upload_chunk_bytes = 0;
 };
 
 // A device's streams, cuBLAS handles, device memory pool and pinned staging buffers; a context owns

@@ -40,6 +40,7 @@ class Resources {
   HostStaging& staging() { return *staging_; }
   int64_t tile_bytes() const { return tile_bytes_; }
   int64_t stream_bytes() const { return stream_bytes_; }  // ResourcesOptions::stream_bytes
+  int64_t upload_chunk_bytes() const { return upload_chunk_bytes_; }  // ResourcesOptions' or its default
   std::mutex& mutex() { return mutex_; }
 
  private:
@@ -48,6 +49,7 @@ class Resources {
   int device_;
   int64_t tile_bytes_ = 0;
   int64_t stream_bytes_ = 0;
+  int64_t upload_chunk_bytes_ = 0;
   SelectLimits limits_;
   cudaStream_t streams_[kStreams] = {};
   cublasHandle_t blas_[kComputeStreams] = {};

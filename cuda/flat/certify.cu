@@ -149,9 +149,10 @@ __global__ void certify_kernel(const CertifyModel m, const float* approx_keys, c
   }
 }
 
-__global__ void split_bounds_kernel(const float* keys, int64_t nq, int64_t splits, int64_t split_kc, float* bounds) {
+__global__ void split_bounds_kernel(const float* keys, int64_t nq, int64_t splits, int64_t split_kc, float* bounds,
+                                    bool lower) {
   for (int64_t q = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < nq; q += int64_t(gridDim.x) * blockDim.x) {
-    float bound = __int_as_float(0x7f800000);
+    float bound = lower ? bounds[q] : __int_as_float(0x7f800000);
     const float* last = keys + q * splits * split_kc + split_kc - 1;
     for (int64_t s = 0; s < splits; ++s) bound = fminf(bound, last[s * split_kc]);
     bounds[q] = bound;
@@ -225,9 +226,9 @@ void launch_certify(const CertifyModel& model, const float* approx_keys, const i
 }
 
 void launch_split_bounds(const float* keys, int64_t nq, int64_t splits, int64_t split_kc, float* bounds,
-                         cudaStream_t stream) {
+                         cudaStream_t stream, bool lower) {
   if (nq == 0) return;
-  split_bounds_kernel<<<grid_for(nq), kThreads, 0, stream>>>(keys, nq, splits, split_kc, bounds);
+  split_bounds_kernel<<<grid_for(nq), kThreads, 0, stream>>>(keys, nq, splits, split_kc, bounds, lower);
   QV_LAUNCH_CHECK("split_bounds_kernel");
 }
 

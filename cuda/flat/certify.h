@@ -74,8 +74,9 @@ void launch_certify(const CertifyModel& model, const float* approx_keys, const i
 // The fused TF32 pass (tf32_select.h) keeps split_kc keys of each split, sorted, +inf past a
 // split's rows; with split_kc below the pass's candidates, a row a full split dropped has a key at
 // least that split's last. bounds[q] = the smallest last key over query q's splits (+inf where no
-// split is full), for nq queries: keys nq x splits * split_kc. Device memory.
+// split is full), for nq queries: keys nq x splits * split_kc. Device memory. With `lower`, bounds
+// already holds the splits of other rows of the base (a base searched in parts) and keeps the lower.
 void launch_split_bounds(const float* keys, int64_t nq, int64_t splits, int64_t split_kc, float* bounds,
-                         cudaStream_t stream);
+                         cudaStream_t stream, bool lower = false);
 
 }  // namespace quiver::gpu

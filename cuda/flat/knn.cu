@@ -50,10 +50,15 @@
 // kernel reads them (bit-identical keys); fp16's range check then happens after the search, still
 // before any output is written.
 //
+// A base in host memory within the budget is copied to the device whole, but the first pass does
+// not wait for the copy (Shared::arriving): it searches the base in chunks as they land in the copy,
+// the same way (the fused kernel once per chunk), so that only the last chunk's copy is not hidden
+// behind the search. After it, the base is resident for the re-rank and the later passes.
+//
 // The code follows a pass in stages (run_pass, over one Pass): upload the queries, choose the GEMM's
 // operands (half copies), allocate the certificate's statistics, plan the tiles (or the fused kernel),
 // allocate the search's and the results' buffers, start the streams; then search a base on the device
-// (search_resident) or stream it (search_streamed: upload_chunk, stage_chunk, search_chunk), each
+// (search_resident) or in chunks (search_chunked: upload_chunk, stage_chunk, search_chunk), each
 // query tile ending in finish_query_tile; then deliver_results. knn runs the passes: the first over
 // every query, then the SGEMM and direct passes (run_subset) over the queries still unproven.
 #include <algorithm>
@@ -120,10 +125,10 @@ constexpr int64_t kTruncatedSplitsPerList = 4;
 constexpr int kChainEvent = 0;    // after the latest selection or finalize
 constexpr int kTileDoneEvent = 1;  // and 2: a query tile's results are final (alternating)
 constexpr int kInputsEvent = 3;   // inputs uploaded and norms computed (on stream 0)
-constexpr int kChunkCopiedEvent = 4;  // and 5: a streamed chunk is on the device (copy stream)
-constexpr int kChunkFreeEvent = 6;    // and 7: a streamed chunk's search is done
+constexpr int kChunkCopiedEvent = 4;  // and 5: a chunk is on the device (copy stream)
+constexpr int kChunkFreeEvent = 6;    // and 7: a chunk's search is done
 constexpr int kChunkReadyEvent = 8;   // the current chunk's norms and half copy (stream 0)
-constexpr int kStatsEvent = 8;        // unstreamed: the certificate's statistics (stream 1)
+constexpr int kStatsEvent = 8;        // resident: the certificate's statistics (stream 1)
 static_assert(kChunkReadyEvent < Resources::kEvents, "Resources::kEvents");
 static_assert(certified_candidate_count(kMaxCertifiedK) <= kMaxSelectK &&
                   certified_candidate_count(kMaxCertifiedK + 1) > kMaxSelectK,
@@ -202,7 +207,11 @@ struct Shared {
   MemoryKind base_kind = MemoryKind::host_pageable;
   bool norms_on_device = false;
   bool streamed = false;
-  int64_t chunk_rows = 0;  // base rows per streamed chunk
+  // Not streamed, from host memory: the base's device copy (base_copy, with norms_copy) fills chunk
+  // by chunk while the first pass searches it; resident after that pass.
+  bool arriving = false;
+  int64_t chunk_rows = 0;  // base rows per streamed or arriving chunk
+  int64_t chunks_searched = 0;  // by the first pass, when it searched the base in chunks
   const float* y = nullptr;        // the base on the device (not streamed)
   const float* y_norms = nullptr;  // its squared norms (L2, not streamed)
   PoolBuffer<float> base_copy, norms_copy;
@@ -259,15 +268,26 @@ void prepare(Shared& sh, int64_t columns, bool half) {
     sh.y = sh.base;
     if (sh.base_kind != MemoryKind::device) {
       sh.base_copy = PoolBuffer<float>(pool, n * dim);
-      copy_to_device(staging, device, sh.base_copy.get(), sh.base, size_t(n * dim) * sizeof(float), s0);
       sh.y = sh.base_copy.get();
+      // Host rows in several chunks arrive as the first pass goes; one chunk, a base whose half copy
+      // the pass makes at its start, or another device's memory, is copied first.
+      const int64_t arriving_rows = round_up(
+          std::max<int64_t>(1, resources.upload_chunk_bytes() / (dim * int64_t(sizeof(float)))), kColumnAlign);
+      sh.arriving = !half && arriving_rows < n && sh.base_kind != MemoryKind::other_device;
+      if (sh.arriving) {
+        sh.chunk_rows = arriving_rows;
+      } else {
+        copy_to_device(staging, device, sh.base_copy.get(), sh.base, size_t(n * dim) * sizeof(float), s0);
+      }
     }
     if (sh.l2) {
       if (sh.norms_on_device) {
         sh.y_norms = sh.base_norms;
       } else {
         sh.norms_copy = PoolBuffer<float>(pool, n);
-        if (sh.base_norms != nullptr) {
+        if (sh.arriving) {
+          // Each chunk's, as it arrives.
+        } else if (sh.base_norms != nullptr) {
           copy_to_device(staging, device, sh.norms_copy.get(), sh.base_norms, size_t(n) * sizeof(float), s0);
         } else {
           launch_row_norms(sh.y, n, dim, sh.norms_copy.get(), s0);
@@ -293,7 +313,7 @@ void centre_base(Shared& sh) {
   const int64_t n = sh.n, dim = sh.dim;
   const int64_t samples = std::min(n, kCentreSampleRows);
   std::vector<double> sums;
-  if (sh.streamed) {
+  if (sh.streamed || sh.arriving) {
     sums = sample_sums_host(sh.base, n, dim, samples);
   } else {
     PoolBuffer<double> workspace(pool, sample_sums_workspace(dim));
@@ -315,7 +335,7 @@ void centre_base(Shared& sh) {
   }
   copy_to_device(resources.staging(), resources.device(), sh.centre.get(), centre.data(),
                  size_t(dim) * sizeof(float), s0);
-  if (!sh.streamed) {
+  if (!sh.streamed && !sh.arriving) {  // an arriving base's chunks are centred as they arrive
     launch_centre(sh.y, n, dim, sh.centre.get(), sh.centred_base.get(), s0);
     launch_row_norms(sh.centred_base.get(), n, dim, sh.centred_norms.get(), s0);
   }
@@ -338,14 +358,14 @@ struct Pass {
   void allocate_results();
   void start_streams();
   void search_resident();
-  void search_streamed();
+  void search_chunked();
   void deliver_results();
 
   // Their steps.
   void check_overflow();
   void gather_base_stats(const float* rows, const float* norms, int64_t count, cudaStream_t stream);
   cudaStream_t search_tile(int64_t q0, int64_t rows, int64_t c0, int64_t cols, const void* tile_y, const float* bias);
-  cudaStream_t search_fused(int64_t q0, int64_t rows);
+  cudaStream_t search_fused(int64_t q0, int64_t rows, int64_t first_row, int64_t count);
   void upload_chunk(int64_t chunk);
   struct ChunkOperands {
     const void* gemm_y = nullptr;  // the chunk's tile operand (floats or half copy)
@@ -390,7 +410,9 @@ struct Pass {
   const ComputeMode mode;
   const int64_t kc;
   const bool streamed;
-  const int64_t chunk_rows;
+  const bool arriving;
+  const bool chunked;  // streamed or arriving: the base is searched chunk by chunk
+  int64_t chunk_rows;  // (plan_search makes an arriving base's chunks whole tiles of a tiled search)
   const bool norms_on_device;
   const float* const y;
   const float* const y_norms;
@@ -440,7 +462,8 @@ struct Pass {
   bool fused = false;
   int64_t split_kc = 0;  // fused: candidates each split keeps (kc, or fewer: truncated)
   TilePlan plan{};
-  int64_t splits = 0;
+  int64_t min_splits = 1;
+  int64_t splits = 0;  // the most splits of one launch
   int64_t workspace_bytes = 0;
   int64_t rerank_workspace_bytes = 0;
   // ---- allocate_search ----
@@ -501,6 +524,8 @@ Pass::Pass(Shared& shared, const float* query_data, int64_t query_count, int64_t
       mode(gemm_mode(pass_spec.kind)),
       kc(pass_spec.kc),
       streamed(shared.streamed),
+      arriving(shared.arriving),
+      chunked(shared.streamed || shared.arriving),
       chunk_rows(shared.chunk_rows),
       norms_on_device(shared.norms_on_device),
       y(shared.y),
@@ -599,17 +624,22 @@ void Pass::plan_search() {
   // selected into the running best instead.
   // A certified pass may truncate the splits' lists (see the top of the file).
   split_kc = spec.certify && kc <= kMaxTruncatedCandidates ? std::min(kc, kTf32SelectMaxK) : kc;
-  fused = spec.kind == TileKind::tf32 && !streamed && nq >= kMinFusedQueries && n >= kMinFusedRows &&
+  // An arriving base: one launch a chunk.
+  const int64_t fused_rows = arriving ? chunk_rows : n;
+  fused = spec.kind == TileKind::tf32 && !streamed && nq >= kMinFusedQueries && fused_rows >= kMinFusedRows &&
           reinterpret_cast<uintptr_t>(xc) % 16 == 0 && reinterpret_cast<uintptr_t>(yc) % 16 == 0 &&
           tf32_select_fits(resources.limits(), dim, split_kc, n);
   plan = fused ? plan_fused(nq, n) : plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, kc);
-  const int64_t min_splits = split_kc < kc ? kTruncatedSplitsPerList * kc / split_kc : 1;
-  splits = fused ? tf32_select_splits(resources.limits(), plan.query_rows, n, min_splits) : 0;
+  min_splits = split_kc < kc ? kTruncatedSplitsPerList * kc / split_kc : 1;
+  splits = fused ? tf32_select_splits(resources.limits(), plan.query_rows, fused_rows, min_splits) : 0;
   if (fused && splits * split_kc < kc) {  // too few splits to hold kc candidates
     fused = false;
     plan = plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, kc);
     splits = 0;
   }
+  // A tiled search's chunks are whole tiles, as a streamed base's: the GEMMs and selections of the
+  // resident search, so the fast modes' results are the same too. (One chunk: copied, then searched.)
+  if (arriving && !fused) chunk_rows = std::min(n, round_up(chunk_rows, plan.columns));
 
   const int64_t column_tiles = (n + plan.columns - 1) / plan.columns;
   const int64_t last_columns = n - (column_tiles - 1) * plan.columns;
@@ -691,9 +721,9 @@ void Pass::allocate_results() {
   }
 }
 
-// Stream 1 starts after the inputs are ready. The certificate's statistics: an unstreamed base's on
-// stream 1, beside the first tile (stream 0), off the critical path of small searches; a streamed
-// base's with each chunk (stream 0).
+// Stream 1 starts after the inputs are ready. The certificate's statistics: a resident base's on
+// stream 1, beside the first tile (stream 0), off the critical path of small searches; a base searched
+// in chunks with each chunk (stream 0).
 void Pass::start_streams() {
   QV_CUDA_CHECK(cudaEventRecord(inputs_event(), s0));
   QV_CUDA_CHECK(cudaStreamWaitEvent(resources.stream(1), inputs_event(), 0));
@@ -701,10 +731,10 @@ void Pass::start_streams() {
   cudaStream_t s1 = resources.stream(1);
   QV_CUDA_CHECK(cudaMemsetAsync(base_stats.get(), 0, kBaseStatsCount * sizeof(unsigned), s1));
   launch_query_stats(xc, nq, dim, query_stats.get(), s1);
-  if (!streamed) gather_base_stats(yc, yc_norms, n, s1);
+  if (!chunked) gather_base_stats(yc, yc_norms, n, s1);
   QV_CUDA_CHECK(cudaEventRecord(stats_event(), s1));
   // Stream 0's chunk statistics follow the zeroing.
-  if (streamed) QV_CUDA_CHECK(cudaStreamWaitEvent(s0, stats_event(), 0));
+  if (chunked) QV_CUDA_CHECK(cudaStreamWaitEvent(s0, stats_event(), 0));
 }
 
 // Tile + selection: queries [q0, q0 + rows) against base rows [c0, c0 + cols), whose tile operand
@@ -754,19 +784,26 @@ cudaStream_t Pass::search_tile(int64_t q0, int64_t rows, int64_t c0, int64_t col
   return stream;
 }
 
-// The fused TF32 pass of queries [q0, q0 + rows) against the whole base, on stream 0.
-cudaStream_t Pass::search_fused(int64_t q0, int64_t rows) {
+// The fused TF32 pass of queries [q0, q0 + rows) against base rows [first_row, first_row + count) (the
+// whole base, or an arriving chunk: the selection continues from the chunks before), on stream 0.
+cudaStream_t Pass::search_fused(int64_t q0, int64_t rows, int64_t first_row, int64_t count) {
   const uint8_t* filter = sh.filter.bits != nullptr ? sh.filter_copy.get() : nullptr;
-  launch_tf32_select(resources.limits(), xc + q0 * dim, rows, yc, l2 ? yc_norms : nullptr, n, dim, split_kc, l2,
-                     filter, sh.filter.nbits, splits, split_keys.get(), split_rows.get(), s0);
-  if (split_kc < kc) launch_split_bounds(split_keys.get(), rows, splits, split_kc, split_bounds.get() + q0, s0);
+  const int64_t parts =
+      std::min(splits, tf32_select_splits(resources.limits(), plan.query_rows, count, min_splits));
+  launch_tf32_select(resources.limits(), xc + q0 * dim, rows, yc, l2 ? yc_norms : nullptr, first_row + count, dim,
+                     split_kc, l2, filter, sh.filter.nbits, parts, split_keys.get(), split_rows.get(), s0,
+                     Tf32SelectKernel::automatic, first_row);
+  if (split_kc < kc)
+    launch_split_bounds(split_keys.get(), rows, parts, split_kc, split_bounds.get() + q0, s0, first_row > 0);
   SelectRequest<int32_t> request;
   request.keys = split_keys.get();
-  request.ld = splits * split_kc;
+  request.ld = parts * split_kc;
   request.rows = rows;
-  request.cols = splits * split_kc;
+  request.cols = parts * split_kc;
   request.k = kc;
   request.ids = split_rows.get();
+  request.prev_keys = first_row > 0 ? best_keys.get() + q0 * kc : nullptr;
+  request.prev_ids = first_row > 0 ? best_rows.get() + q0 * kc : nullptr;
   request.out_keys = best_keys.get() + q0 * kc;
   request.out_ids = best_rows.get() + q0 * kc;
   request.keep_missing_as_sentinel = true;
@@ -780,7 +817,7 @@ void Pass::search_resident() {
     const int64_t rows = std::min(plan.query_rows, nq - q0);
     cudaStream_t stream = nullptr;
     if (fused) {
-      stream = search_fused(q0, rows);
+      stream = search_fused(q0, rows, 0, n);
     } else {
       for (int64_t c0 = 0; c0 < n; c0 += plan.columns) {
         stream = search_tile(q0, rows, c0, std::min(plan.columns, n - c0),
@@ -792,12 +829,14 @@ void Pass::search_resident() {
   }
 }
 
-// A streamed base: chunk i + 1 is copied on the copy stream (through the pinned staging for pageable
-// memory) while chunk i is searched: every query tile against the chunk's base tiles, each query
-// tile's selection continuing from its running best as across base tiles above. The query tiles'
-// ends follow the last chunk.
-void Pass::search_streamed() {
+// A base searched chunk by chunk: chunk i + 1 is copied on the copy stream (through the pinned
+// staging for pageable memory) while chunk i is searched: every query tile against the chunk's base
+// tiles (or one fused launch over its rows), each query tile's selection continuing from its running
+// best as across base tiles above. A streamed base's chunks take turns in two buffers; an arriving
+// base's fill its device copy. The query tiles' ends follow the last chunk.
+void Pass::search_chunked() {
   const int64_t chunks = (n + chunk_rows - 1) / chunk_rows;
+  sh.chunks_searched = chunks;
   upload_chunk(0);
   cudaStream_t stream = s0;
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
@@ -814,38 +853,46 @@ void Pass::search_streamed() {
     finish_query_tile(q0, std::min(plan.query_rows, nq - q0), t, stream);
 }
 
-// Copies chunk `chunk` of the host base (and the caller's norms, where used) into its buffer, on the
-// copy stream, once the buffer's previous chunk is searched.
+// Copies chunk `chunk` of the host base (and the caller's norms, where used) to the device on the
+// copy stream: into its buffer once the buffer's previous chunk is searched (streamed), or into its
+// place in the device copy (arriving).
 void Pass::upload_chunk(int64_t chunk) {
   const int b = static_cast<int>(chunk & 1);
   const int64_t r0 = chunk * chunk_rows;
   const int64_t count = std::min(chunk_rows, n - r0);
   // The buffer's previous chunk (chunk - 2) is searched.
-  if (chunk >= 2) QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, chunk_free_event(b), 0));
-  copy_to_device(staging, device, chunk_floats[b].get(), base + r0 * dim, size_t(count * dim) * sizeof(float),
-                 copy_stream);
-  if (chunk_needs_norms && base_norms != nullptr && !centred)
-    copy_to_device(staging, device, chunk_norms[b].get(), base_norms + r0, size_t(count) * sizeof(float),
-                   copy_stream);
+  if (streamed && chunk >= 2) QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, chunk_free_event(b), 0));
+  float* rows = streamed ? chunk_floats[b].get() : sh.base_copy.get() + r0 * dim;
+  copy_to_device(staging, device, rows, base + r0 * dim, size_t(count * dim) * sizeof(float), copy_stream);
+  if (chunk_needs_norms && base_norms != nullptr && !centred) {
+    float* norms = streamed ? chunk_norms[b].get() : sh.norms_copy.get() + r0;
+    copy_to_device(staging, device, norms, base_norms + r0, size_t(count) * sizeof(float), copy_stream);
+  }
   QV_CUDA_CHECK(cudaEventRecord(chunk_copied_event(b), copy_stream));
 }
 
-// A copied chunk made ready for its tiles on stream 0: centred, its norms, its certificate
-// statistics, its half copy; then stream 1 may start on it.
+// A copied chunk made ready for its tiles on stream 0: centred (a streamed chunk in place, an
+// arriving one into the centred copy: its original rows stay for the re-rank), its norms, its
+// certificate statistics, its half copy; then stream 1 may start on it.
 Pass::ChunkOperands Pass::stage_chunk(int64_t chunk) {
   const int b = static_cast<int>(chunk & 1);
   const int64_t r0 = chunk * chunk_rows;
   const int64_t count = std::min(chunk_rows, n - r0);
   QV_CUDA_CHECK(cudaStreamWaitEvent(s0, chunk_copied_event(b), 0));
-  const float* chunk_y = chunk_floats[b].get();
-  if (centred) launch_centre(chunk_y, count, dim, sh.centre.get(), chunk_floats[b].get(), s0);
+  const float* chunk_y = streamed ? chunk_floats[b].get() : y + r0 * dim;
+  if (centred) {
+    float* centred_rows = streamed ? chunk_floats[b].get() : sh.centred_base.get() + r0 * dim;
+    launch_centre(chunk_y, count, dim, sh.centre.get(), centred_rows, s0);
+    chunk_y = centred_rows;
+  }
   ChunkOperands operands;
   if (l2 && !direct) {
     if (norms_on_device && !centred) {
       operands.bias = base_norms + r0;
     } else {
-      if (base_norms == nullptr || centred) launch_row_norms(chunk_y, count, dim, chunk_norms[b].get(), s0);
-      operands.bias = chunk_norms[b].get();
+      float* norms = streamed ? chunk_norms[b].get() : (centred ? sh.centred_norms.get() : sh.norms_copy.get()) + r0;
+      if (base_norms == nullptr || centred) launch_row_norms(chunk_y, count, dim, norms, s0);
+      operands.bias = norms;
     }
   }
   if (spec.certify) gather_base_stats(chunk_y, operands.bias, count, s0);
@@ -859,8 +906,8 @@ Pass::ChunkOperands Pass::stage_chunk(int64_t chunk) {
   return operands;
 }
 
-// One chunk's search: staged, then every query tile against its base tiles. `stream` is the last
-// selection's so far; returns the chunk's last selection's.
+// One chunk's search: staged, then every query tile against its base tiles (or its fused launch).
+// `stream` is the last selection's so far; returns the chunk's last selection's.
 cudaStream_t Pass::search_chunk(int64_t chunk, cudaStream_t stream) {
   const int b = static_cast<int>(chunk & 1);
   const int64_t r0 = chunk * chunk_rows;
@@ -868,6 +915,10 @@ cudaStream_t Pass::search_chunk(int64_t chunk, cudaStream_t stream) {
   const ChunkOperands operands = stage_chunk(chunk);
   for (int64_t q0 = 0; q0 < nq; q0 += plan.query_rows) {
     const int64_t rows = std::min(plan.query_rows, nq - q0);
+    if (fused) {
+      stream = search_fused(q0, rows, r0, count);
+      continue;
+    }
     for (int64_t c = 0; c < count; c += plan.columns) {
       stream = search_tile(q0, rows, r0 + c, std::min(plan.columns, count - c),
                            static_cast<const char*>(operands.gemm_y) + size_t(c * depth) * gemm_value_bytes,
@@ -937,7 +988,7 @@ void Pass::rerank_query_tile(int64_t q0, int64_t rows, cudaStream_t stream) {
 // best of the candidates, the certificate and the finalize; then the previous tile's results go
 // to the host.
 void Pass::finish_query_tile(int64_t q0, int64_t rows, int64_t t, cudaStream_t stream) {
-  if (spec.certify && !streamed) QV_CUDA_CHECK(cudaStreamWaitEvent(stream, stats_event(), 0));
+  if (spec.certify && !chunked) QV_CUDA_CHECK(cudaStreamWaitEvent(stream, stats_event(), 0));
   if (direct) {  // kc == k; the keys are whole distances
     launch_finalize(best_keys.get() + q0 * k, best_rows.get() + q0 * k, rows, k, nullptr, l2, result_d + q0 * k,
                     result_i + q0 * k, stream);
@@ -1000,14 +1051,18 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   pass.allocate_search();
   pass.allocate_results();
   pass.start_streams();
-  if (!sh.streamed) {
-    pass.search_resident();
+  if (sh.streamed || sh.arriving) {
+    pass.search_chunked();
   } else {
-    pass.search_streamed();
+    pass.search_resident();
   }
   pass.deliver_results();
   // Later passes reuse the pool's blocks: nothing of this pass may still be running.
   sync_streams(*sh.resources);
+  if (sh.arriving) {  // the whole base is on the device now
+    sh.arriving = false;
+    sh.chunk_rows = sh.n;
+  }
 }
 
 // A pass for the queries `list` (rows of queries, host or device as the caller's) whose results
@@ -1199,6 +1254,7 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
       counts.direct = static_cast<int64_t>(failing.size());
     }
   }
+  counts.chunks = sh.chunks_searched;
   session.finish();
   pass_counts = counts;
 }

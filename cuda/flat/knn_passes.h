@@ -1,5 +1,6 @@
 // How the last gpu::knn call of this thread answered its queries in the fp32 mode (knn.cu's passes),
-// for tests and benchmarks to see which path ran. CUDA-free.
+// and in every mode how many chunks of a host base its first pass searched, for tests and benchmarks
+// to see which path ran. CUDA-free.
 #pragma once
 
 #include <algorithm>
@@ -17,6 +18,7 @@ struct KnnPassCounts {
   int64_t tf32 = 0;    // certified by the TF32 pass
   int64_t sgemm = 0;   // certified by an SGEMM pass
   int64_t direct = 0;  // answered by the direct pass (exact distances to every row)
+  int64_t chunks = 0;  // chunks of the base searched as they came to the device (0: resident first)
 };
 
 // Zeros for the other modes and for calls that returned early (nq = 0, n = 0, errors before the search).

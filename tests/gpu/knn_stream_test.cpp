@@ -1,4 +1,5 @@
-// gpu::knn with a host base streamed through the device in chunks (ResourcesOptions::stream_bytes):
+// gpu::knn with a host base streamed through the device in chunks (ResourcesOptions::stream_bytes),
+// or arriving in chunks that the search takes as they come (ResourcesOptions::upload_chunk_bytes):
 // the results must be identical (same ids, same distances, bit for bit) to the unstreamed search
 // with the same tile size (fp16 aside: the same ids at 99%, see run_stream_case), for n not a
 // multiple of the chunk, k = 1 .. 2048, n < k, a filter, host
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "cpp/core/error.h"
+#include "cuda/flat/knn_passes.h"
 #include "gpu_testing.h"
 #include "sanitizer_sizes.h"
 
@@ -234,6 +236,122 @@ TEST(GpuKnnStream, EveryComputeMode) {
     small.expect_streamed = false;
     run_stream_case(small, seed++);
   }
+}
+
+// A host base within the budget arrives in chunks (ResourcesOptions::upload_chunk_bytes) that the
+// first pass searches as they land: the results are those of the same base resident on the device,
+// bit for bit.
+struct ArrivingCase {
+  int64_t n, dim, nq, k;
+  Metric metric = Metric::l2;
+  ComputeMode mode = ComputeMode::fp32;
+  int64_t chunk_rows = 16384;  // about: upload_chunk_bytes is this many rows' bytes
+  int64_t tile_bytes = 0;      // 0: the default tiles
+  float offset = 0.f;          // added to every value: data far from the origin (centred passes)
+  bool pinned = false;
+  bool filter = false;
+  bool host_norms = false;
+};
+
+void run_arriving_case(const ArrivingCase& c, uint32_t seed) {
+  SCOPED_TRACE(::testing::Message() << "n " << c.n << " dim " << c.dim << " nq " << c.nq << " k " << c.k << " "
+                                    << metric_name(c.metric) << " mode " << int(c.mode) << " chunk rows "
+                                    << c.chunk_rows << " offset " << c.offset << (c.pinned ? " pinned" : "")
+                                    << (c.filter ? " filter" : "") << (c.host_norms ? " host norms" : ""));
+  std::vector<float> base = testing::uniform_vectors(c.n, c.dim, seed);
+  std::vector<float> queries = testing::uniform_vectors(c.nq, c.dim, seed + 1);
+  for (float& v : base) v += c.offset;
+  for (float& v : queries) v += c.offset;
+  std::vector<float> norms;
+  if (c.host_norms) {
+    norms.resize(size_t(c.n));
+    for (int64_t i = 0; i < c.n; ++i) {
+      float s = 0.f;
+      for (int64_t j = 0; j < c.dim; ++j) s += base[i * c.dim + j] * base[i * c.dim + j];
+      norms[size_t(i)] = s;
+    }
+  }
+  std::vector<uint8_t> bits;
+  gpu::RowFilter filter;
+  if (c.filter) {
+    bits = std::vector<uint8_t>(size_t((c.n + 7) / 8));
+    std::mt19937 gen(seed + 2);
+    for (auto& b : bits) b = uint8_t(gen() | gen());  // about three quarters of the rows pass
+    filter.bits = bits.data();
+    filter.nbits = c.n - c.n / 9;
+  }
+  gpu::ResourcesOptions options = testing::test_resources_options();
+  options.tile_bytes = c.tile_bytes;
+  options.upload_chunk_bytes = c.chunk_rows * c.dim * int64_t(sizeof(float));
+  gpu::ResourcesPtr resources = gpu::make_resources(options);
+
+  const size_t out = size_t(c.nq * c.k);
+  std::vector<float> want_d(out), got_d(out);
+  std::vector<int64_t> want_i(out), got_i(out);
+  {
+    testing::DeviceArray<float> device_base(base);
+    testing::DeviceArray<float> device_norms(c.host_norms ? norms : std::vector<float>(1));
+    gpu::knn(*resources, c.metric, device_base.get(), c.host_norms ? device_norms.get() : nullptr, c.n, c.dim,
+             queries.data(), c.nq, c.k, want_d.data(), want_i.data(), filter, c.mode);
+  }
+  EXPECT_EQ(gpu::last_knn_pass_counts().chunks, 0);
+  float* pinned = nullptr;
+  const float* host_base = base.data();
+  if (c.pinned) {
+    QV_ASSERT_CUDA(cudaMallocHost(&pinned, base.size() * sizeof(float)));
+    std::memcpy(pinned, base.data(), base.size() * sizeof(float));
+    host_base = pinned;
+  }
+  gpu::knn(*resources, c.metric, host_base, c.host_norms ? norms.data() : nullptr, c.n, c.dim, queries.data(), c.nq,
+           c.k, got_d.data(), got_i.data(), filter, c.mode);
+  const gpu::KnnPassCounts counts = gpu::last_knn_pass_counts();
+  if (pinned != nullptr) cudaFreeHost(pinned);
+  EXPECT_GE(counts.chunks, 2) << "the base did not arrive in chunks";
+  int64_t found = 0;
+  for (size_t i = 0; i < out; ++i) {
+    ASSERT_EQ(got_i[i], want_i[i]) << "query " << i / c.k << " rank " << i % c.k;
+    ASSERT_EQ(std::memcmp(&got_d[i], &want_d[i], sizeof(float)), 0)
+        << "query " << i / c.k << " rank " << i % c.k << ": " << got_d[i] << " vs " << want_d[i];
+    found += want_i[i] >= 0;
+  }
+  EXPECT_GT(found, 0);
+}
+
+TEST(GpuKnnStream, ArrivingChunksGiveTheResidentResults) {
+  QV_REQUIRE_GPU();
+  uint32_t seed = 500;
+  // The fused TF32 pass (300 queries, dim 32): one launch a chunk of 16384 rows, the last partial.
+  const int64_t n = testing::sized(70001, 40001);
+  run_arriving_case({n, 32, 300, 10}, seed++);
+  run_arriving_case({n, 32, 300, 10, Metric::inner_product}, seed++);
+  // Truncated split lists (k = 40: 56 candidates from lists of 32): the bounds of every chunk's splits.
+  run_arriving_case({n, 32, 300, 40}, seed++);
+  // Far from the origin: the chunks centred into the centred copy as they arrive.
+  ArrivingCase far{n, 32, 300, 10};
+  far.offset = 40.f;
+  run_arriving_case(far, seed++);
+  // A filter, the caller's norms, a pinned base; the tf32 mode.
+  ArrivingCase rest{n, 32, 300, 10};
+  rest.filter = true;
+  rest.host_norms = true;
+  rest.pinned = true;
+  run_arriving_case(rest, seed++);
+  rest.mode = ComputeMode::tf32;
+  if (!testing::skip_under_sanitizer(true)) run_arriving_case(rest, seed);
+  ++seed;
+  // Tiled passes (20 queries, dim 33): chunks of whole 8192-row tiles (tiles of 16384 floats).
+  ArrivingCase tiled{n, 33, 20, 10};
+  tiled.tile_bytes = 64 << 10;
+  tiled.chunk_rows = 8192;
+  run_arriving_case(tiled, seed++);
+  tiled.metric = Metric::cosine;
+  tiled.filter = true;
+  if (!testing::skip_under_sanitizer(true)) run_arriving_case(tiled, seed);
+  ++seed;
+  // k above kMaxCertifiedK: the direct pass, chunk by chunk.
+  ArrivingCase direct{testing::sized(300007, 131101), 4, 3, 2048};
+  direct.tile_bytes = 64 << 10;  // tiles (and chunks) of 131072 rows
+  run_arriving_case(direct, seed++);
 }
 
 TEST(GpuKnnStream, Fp16OverflowIsRefusedWhenStreamed) {
