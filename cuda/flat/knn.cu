@@ -790,9 +790,11 @@ cudaStream_t Pass::search_fused(int64_t q0, int64_t rows, int64_t first_row, int
   const uint8_t* filter = sh.filter.bits != nullptr ? sh.filter_copy.get() : nullptr;
   const int64_t parts =
       std::min(splits, tf32_select_splits(resources.limits(), plan.query_rows, count, min_splits));
+  // After the first chunk, no row above a query's kc-th best so far can join its candidates.
+  const float* bounds = first_row > 0 ? best_keys.get() + q0 * kc + kc - 1 : nullptr;
   launch_tf32_select(resources.limits(), xc + q0 * dim, rows, yc, l2 ? yc_norms : nullptr, first_row + count, dim,
                      split_kc, l2, filter, sh.filter.nbits, parts, split_keys.get(), split_rows.get(), s0,
-                     Tf32SelectKernel::automatic, first_row);
+                     Tf32SelectKernel::automatic, first_row, bounds, kc);
   if (split_kc < kc)
     launch_split_bounds(split_keys.get(), rows, parts, split_kc, split_bounds.get() + q0, s0, first_row > 0);
   SelectRequest<int32_t> request;

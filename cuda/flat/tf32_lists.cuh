@@ -40,13 +40,15 @@ struct QueryLists {
     return l;
   }
 
-  // Empty lists for query q; a query past the end (live false) takes nothing. Lane 0 writes the
-  // limit and count that every lane reads later: a barrier (__syncwarp at least) must come between.
-  __device__ __forceinline__ void reset(int q, bool live, int lane) const {
-    best_keys[q * kList + lane] = __int_as_float(0x7f800000);
+  // Empty lists for query q, taking no key above `bound` (+inf: any); a query past the end (live
+  // false) takes nothing. The list starts full of (bound, kNoRow), so its kc-th best (the limit) never
+  // exceeds the bound; those entries come out where fewer rows were taken. Lane 0 writes the limit
+  // and count that every lane reads later: a barrier (__syncwarp at least) must come between.
+  __device__ __forceinline__ void reset(int q, bool live, int lane, float bound) const {
+    best_keys[q * kList + lane] = bound;
     best_rows[q * kList + lane] = kNoRow;
     if (lane == 0) {
-      limits[q] = live ? __int_as_float(0x7f800000) : -__int_as_float(0x7f800000);
+      limits[q] = live ? bound : -__int_as_float(0x7f800000);
       counts[q] = 0;
     }
   }

@@ -87,7 +87,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     tf32_select_kernel(const float* __restrict__ x, int nq, const float* __restrict__ y,
                        const float* __restrict__ norms, int n, int dim, int kc, bool l2,
                        const uint8_t* __restrict__ filter, int64_t filter_bits, int first_row, int split_rows,
-                       int splits, float* __restrict__ out_keys, int32_t* __restrict__ out_rows) {
+                       int splits, const float* __restrict__ bounds, int64_t bounds_ld,
+                       float* __restrict__ out_keys, int32_t* __restrict__ out_rows) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const float kInf = __int_as_float(0x7f800000);
   extern __shared__ __align__(16) float shared[];
@@ -145,7 +146,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (q0 + q < nq && c < dim) v = *reinterpret_cast<const float4*>(x + int64_t(q0 + q) * dim + c);
     *reinterpret_cast<float4*>(xs + q * x_stride + c) = v;
   }
-  for (int q = warp; q < kQueries; q += kWarps) lists.reset(q, q0 + q < nq, lane);
+  for (int q = warp; q < kQueries; q += kWarps)
+    lists.reset(q, q0 + q < nq, lane, bounds != nullptr && q0 + q < nq ? bounds[(q0 + q) * bounds_ld] : kInf);
 
   __syncthreads();  // the query tile and the lists are in place
   const int warp_row = warp % (kRows / kWarpRows) * kWarpRows;
@@ -308,14 +310,14 @@ int64_t tf32_select_splits(const SelectLimits& limits, int64_t nq, int64_t n, in
 void launch_tf32_select(const SelectLimits& limits, const float* queries, int64_t nq, const float* base,
                         const float* base_norms, int64_t n, int64_t dim, int64_t kc, bool l2, const uint8_t* filter,
                         int64_t filter_bits, int64_t splits, float* keys, int32_t* rows, cudaStream_t stream,
-                        Tf32SelectKernel kernel, int64_t first_row) {
+                        Tf32SelectKernel kernel, int64_t first_row, const float* bounds, int64_t bounds_ld) {
   require(nq >= 1 && splits >= 1 && splits <= kMaxSplits && shape_fits(dim, kc, n) && first_row >= 0 &&
               first_row < n,
           "tf32_select: nq = ", nq, ", rows ", first_row, " .. ", n, ", dim = ", dim, ", kc = ", kc,
           ", splits = ", splits, " is not a shape it takes");
   if (kernel == Tf32SelectKernel::automatic && takes_sm90a(limits)) {
     launch_tf32_select_sm90a(queries, nq, base, base_norms, first_row, n, dim, kc, l2, filter, filter_bits, splits,
-                             keys, rows, stream);
+                             bounds, bounds_ld, keys, rows, stream);
     return;
   }
   const size_t shared = shared_bytes(dim);
@@ -326,7 +328,7 @@ void launch_tf32_select(const SelectLimits& limits, const float* queries, int64_
   tf32_select_kernel<<<grid, kThreads, shared, stream>>>(
       queries, static_cast<int>(nq), base, base_norms, static_cast<int>(n), static_cast<int>(dim),
       static_cast<int>(kc), l2, filter, filter_bits, static_cast<int>(first_row), static_cast<int>(split_rows),
-      static_cast<int>(splits), keys, rows);
+      static_cast<int>(splits), bounds, bounds_ld, keys, rows);
   QV_LAUNCH_CHECK("tf32_select_kernel");
 }
 

@@ -51,11 +51,14 @@ enum class Tf32SelectKernel { automatic, mma_sync };
 // [q][s * kc .. s * kc + kc), the kc best keys of the split's rows, ascending (ties to the smaller
 // row), and their rows; +inf and the largest int32 where the split has fewer allowed rows. filter
 // (optional): row r is allowed when r < filter_bits and bit r % 8 of filter[r / 8] is set. Rows whose
-// key is +inf or NaN are never selected. All pointers device memory of the device `limits` describe;
-// tf32_select_fits must hold.
+// key is +inf or NaN are never selected. bounds (optional): query q keeps no key above
+// bounds[q * bounds_ld] (the running kc-th best of rows searched before these: no key above can join
+// it), and a split with fewer such rows ends its list in that bound with the largest int32 as the row.
+// All pointers device memory of the device `limits` describe; tf32_select_fits must hold.
 void launch_tf32_select(const SelectLimits& limits, const float* queries, int64_t nq, const float* base,
                         const float* base_norms, int64_t n, int64_t dim, int64_t kc, bool l2, const uint8_t* filter,
                         int64_t filter_bits, int64_t splits, float* keys, int32_t* rows, cudaStream_t stream,
-                        Tf32SelectKernel kernel = Tf32SelectKernel::automatic, int64_t first_row = 0);
+                        Tf32SelectKernel kernel = Tf32SelectKernel::automatic, int64_t first_row = 0,
+                        const float* bounds = nullptr, int64_t bounds_ld = 0);
 
 }  // namespace quiver::gpu

@@ -120,7 +120,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     tf32_select_sm90a_kernel(const float* __restrict__ x, int nq, const __grid_constant__ CUtensorMap y,
                              const float* __restrict__ norms, int n, int dim, int kc, bool l2,
                              const uint8_t* __restrict__ filter, int64_t filter_bits, int first_row, int split_rows,
-                             int splits, float* __restrict__ out_keys, int32_t* __restrict__ out_rows) {
+                             int splits, const float* __restrict__ bounds, int64_t bounds_ld,
+                             float* __restrict__ out_keys, int32_t* __restrict__ out_rows) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   const float kInf = __int_as_float(0x7f800000);
   extern __shared__ __align__(16) float shared[];
@@ -173,7 +174,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // The warp's queries: its accumulator rows. Thread (group, member) holds queries group and
   // group + 8 of them, and values member and member + 4 of each step (the m16n8k8 A fragment).
   const int warp_query = warp * kWarpQueries;
-  for (int q = warp_query; q < warp_query + kWarpQueries; ++q) lists.reset(q, q0 + q < nq, lane);
+  for (int q = warp_query; q < warp_query + kWarpQueries; ++q)
+    lists.reset(q, q0 + q < nq, lane, bounds != nullptr && q0 + q < nq ? bounds[(q0 + q) * bounds_ld] : kInf);
   __syncwarp();  // the warp's lists are in place before any lane reads another lane's entries
   uint32_t a[kSteps][4];
 #pragma unroll
@@ -309,7 +311,8 @@ size_t tf32_select_sm90a_shared_bytes(int64_t dim) { return shared_bytes(dim); }
 
 void launch_tf32_select_sm90a(const float* queries, int64_t nq, const float* base, const float* base_norms,
                               int64_t first_row, int64_t n, int64_t dim, int64_t kc, bool l2, const uint8_t* filter,
-                              int64_t filter_bits, int64_t splits, float* keys, int32_t* rows, cudaStream_t stream) {
+                              int64_t filter_bits, int64_t splits, const float* bounds, int64_t bounds_ld,
+                              float* keys, int32_t* rows, cudaStream_t stream) {
   decltype(&tf32_select_sm90a_kernel<kDepthStep>) kernel = nullptr;
   switch (padded_depth(dim)) {
     case 32: kernel = tf32_select_sm90a_kernel<32>; break;
@@ -326,7 +329,7 @@ void launch_tf32_select_sm90a(const float* queries, int64_t nq, const float* bas
   kernel<<<grid, kThreads, shared, stream>>>(
       queries, static_cast<int>(nq), map, base_norms, static_cast<int>(n), static_cast<int>(dim),
       static_cast<int>(kc), l2, filter, filter_bits, static_cast<int>(first_row), static_cast<int>(split_rows),
-      static_cast<int>(splits), keys, rows);
+      static_cast<int>(splits), bounds, bounds_ld, keys, rows);
   QV_LAUNCH_CHECK("tf32_select_sm90a_kernel");
 }
 

@@ -18,6 +18,7 @@ size_t tf32_select_sm90a_shared_bytes(int64_t dim);
 // caller checks the shapes).
 void launch_tf32_select_sm90a(const float* queries, int64_t nq, const float* base, const float* base_norms,
                               int64_t first_row, int64_t n, int64_t dim, int64_t kc, bool l2, const uint8_t* filter,
-                              int64_t filter_bits, int64_t splits, float* keys, int32_t* rows, cudaStream_t stream);
+                              int64_t filter_bits, int64_t splits, const float* bounds, int64_t bounds_ld,
+                              float* keys, int32_t* rows, cudaStream_t stream);
 
 }  // namespace quiver::gpu

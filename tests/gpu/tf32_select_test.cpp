@@ -183,6 +183,65 @@ TEST(GpuTf32Select, UniformFloatsWithinTheTf32Error) {
   }
 }
 
+// A part of the base searched after others (knn.cu's arriving chunks): rows [first_row, n) only,
+// and no key above the query's bound; a split with fewer such rows ends in (bound, no row). Small
+// integers: exact keys, so the kept entries must be the reference's best by (key, row).
+TEST(GpuTf32Select, RowRangeUnderPerQueryBounds) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  const Case c{5003, 36, 257, 26};
+  const int64_t first_row = 1237, ranged = c.n - first_row;
+  const std::vector<float> base = testing::integer_vectors(c.n, c.dim, 60, 2);
+  const std::vector<float> queries = testing::integer_vectors(c.nq, c.dim, 61, 2);
+  const std::vector<double> norms = squared_norms(c, base);
+  // Per query, its range rows by (key, row), and a bound: the key at rank 3 (fewer than kc rows
+  // within it), rank 100, or +inf.
+  std::vector<std::vector<std::pair<double, int64_t>>> ref(size_t(c.nq));
+  std::vector<float> bounds(size_t(c.nq));
+  for (int64_t q = 0; q < c.nq; ++q) {
+    for (int64_t j = first_row; j < c.n; ++j)
+      ref[q].emplace_back(reference_key(c, &queries[q * c.dim], &base[j * c.dim], norms[j]), j);
+    std::sort(ref[q].begin(), ref[q].end());
+    bounds[q] = q % 3 == 0 ? float(ref[q][3].first) : q % 3 == 1 ? float(ref[q][100].first) : INFINITY;
+  }
+  testing::TestDeviceScope device;
+  DeviceArray<float> y(base), x(queries), y_norms(std::vector<float>(norms.begin(), norms.end())), b(bounds);
+  const int64_t splits = gpu::tf32_select_splits(resources.limits(), c.nq, ranged);
+  const size_t out = size_t(c.nq * splits * c.kc);
+  for (gpu::Tf32SelectKernel kernel : kKernels) {
+    SCOPED_TRACE(::testing::Message() << "kernel " << int(kernel));
+    DeviceArray<float> keys(out);
+    DeviceArray<int32_t> rows(out);
+    gpu::launch_tf32_select(resources.limits(), x.get(), c.nq, y.get(), y_norms.get(), c.n, c.dim, c.kc, true,
+                            nullptr, 0, splits, keys.get(), rows.get(), resources.stream(0), kernel, first_row, b.get(),
+                            1);
+    ASSERT_EQ(cudaStreamSynchronize(resources.stream(0)), cudaSuccess);
+    const std::vector<float> k = keys.to_host();
+    const std::vector<int32_t> r = rows.to_host();
+    for (int64_t q = 0; q < c.nq; ++q) {
+      SCOPED_TRACE(::testing::Message() << "query " << q << " bound " << bounds[q]);
+      std::vector<std::pair<double, int64_t>> got;
+      for (int64_t e = 0; e < splits * c.kc; ++e) {
+        const size_t i = size_t(q * splits * c.kc + e);
+        if (r[i] == kNoRow) {
+          ASSERT_EQ(k[i], bounds[q]) << "entry " << e;
+          continue;
+        }
+        ASSERT_TRUE(r[i] >= first_row && r[i] < c.n) << r[i];
+        ASSERT_LE(k[i], bounds[q]);
+        got.emplace_back(k[i], r[i]);
+      }
+      std::sort(got.begin(), got.end());
+      std::vector<std::pair<double, int64_t>> want;
+      for (const auto& e : ref[q])
+        if (e.first <= bounds[q] && int64_t(want.size()) < c.kc) want.push_back(e);
+      ASSERT_GE(got.size(), want.size());
+      got.resize(want.size());
+      ASSERT_EQ(got, want);
+    }
+  }
+}
+
 TEST(GpuTf32Select, RefusesShapesItDoesNotTake) {
   QV_REQUIRE_GPU();
   const gpu::SelectLimits& limits = testing::shared_resources().limits();
