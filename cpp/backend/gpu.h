@@ -194,8 +194,9 @@ int64_t tf32_candidate_count(int64_t k);
 //
 // metric      L2 (squared distances, smaller is closer), inner product or cosine (larger is closer;
 //             for cosine the caller passes normalised base rows and queries).
-// base        n x dim, host or device memory; host memory is copied to the device for the call
-//             (an index keeps its rows on the device: see DeviceMatrix), or, beyond
+// base        n x dim, host or device memory; host memory is copied to the device for the call,
+//             the search starting on each chunk of the copy as it arrives (an index keeps its rows
+//             on the device: see DeviceMatrix), or, beyond
 //             ResourcesOptions::stream_bytes, streamed through the device in chunks with the same
 //             results, so a base larger than the GPU's memory can be searched.
 // base_norms  n squared norms of the base rows (L2 only; device or host memory; see fp32 above), or
