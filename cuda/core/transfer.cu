@@ -4,6 +4,7 @@
 #include <cstring>
 #include <thread>
 
+#include "cpp/core/error.h"
 #include "cuda/core/error.h"
 
 namespace quiver::gpu {
@@ -66,13 +67,19 @@ void HostStaging::release() noexcept {
   }
 }
 
-void HostStaging::host_copy(void* dst, const void* src, size_t bytes) {
+unsigned HostStaging::copy_threads(size_t bytes) {
   const unsigned threads = std::min(kMaxCopyThreads, std::max(1u, std::thread::hardware_concurrency() / 2));
-  if (bytes < kParallelCopyBytes || threads < 2) {
+  if (bytes < kParallelCopyBytes || threads < 2) return 1;
+  if (!copiers_) copiers_ = std::make_unique<ThreadPool>(static_cast<int>(threads));
+  return threads;
+}
+
+void HostStaging::host_copy(void* dst, const void* src, size_t bytes) {
+  const unsigned threads = copy_threads(bytes);
+  if (threads == 1) {
     std::memcpy(dst, src, bytes);
     return;
   }
-  if (!copiers_) copiers_ = std::make_unique<ThreadPool>(static_cast<int>(threads));
   const size_t slice = (bytes / threads + kCopySliceAlign - 1) / kCopySliceAlign * kCopySliceAlign;
   copiers_->parallel_for(threads, [&](int64_t i) {
     const size_t begin = std::min(bytes, size_t(i) * slice), end = std::min(bytes, begin + slice);
@@ -80,18 +87,55 @@ void HostStaging::host_copy(void* dst, const void* src, size_t bytes) {
   });
 }
 
+void* HostStaging::next_buffer(int* h) {
+  // Buffers alternate across calls too: a call's first chunk need not wait for the last DMA of the
+  // call before (which may be queued behind other work).
+  *h = static_cast<int>(next_++ & 1);
+  QV_CUDA_CHECK(cudaEventSynchronize(done_[*h]));  // the previous DMA out of this buffer is done
+  return buffer_[*h];
+}
+
+void HostStaging::send(int h, void* dst, size_t bytes, cudaStream_t stream) {
+  QV_CUDA_CHECK(cudaMemcpyAsync(dst, buffer_[h], bytes, cudaMemcpyHostToDevice, stream));
+  QV_CUDA_CHECK(cudaEventRecord(done_[h], stream));
+}
+
 void HostStaging::to_device(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
   auto* out = static_cast<char*>(dst);
   const auto* in = static_cast<const char*>(src);
   for (size_t offset = 0; offset < bytes; offset += chunk_) {
-    // Buffers alternate across calls too: a call's first chunk need not wait for the last DMA of
-    // the call before (which may be queued behind other work).
-    const int h = static_cast<int>(next_++ & 1);
+    int h = 0;
+    void* buffer = next_buffer(&h);
     const size_t n = std::min(chunk_, bytes - offset);
-    QV_CUDA_CHECK(cudaEventSynchronize(done_[h]));  // the previous DMA out of this buffer is done
-    host_copy(buffer_[h], in + offset, n);
-    QV_CUDA_CHECK(cudaMemcpyAsync(out + offset, buffer_[h], n, cudaMemcpyHostToDevice, stream));
-    QV_CUDA_CHECK(cudaEventRecord(done_[h], stream));
+    host_copy(buffer, in + offset, n);
+    send(h, out + offset, n, stream);
+  }
+}
+
+void HostStaging::gather_to_device(float* dst, const float* base, int64_t dim, const int32_t* rows, int64_t count,
+                                   int32_t skip, cudaStream_t stream) {
+  const size_t row_bytes = size_t(dim) * sizeof(float);
+  const int64_t per_buffer = std::max<int64_t>(1, int64_t(chunk_ / row_bytes));
+  require(size_t(per_buffer) * row_bytes <= chunk_, "gather_to_device: a row of ", row_bytes,
+          " bytes is larger than the staging buffer of ", chunk_);
+  for (int64_t first = 0; first < count; first += per_buffer) {
+    int h = 0;
+    auto* buffer = static_cast<float*>(next_buffer(&h));
+    const int64_t n = std::min(per_buffer, count - first);
+    const auto gather = [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const int32_t row = rows[first + i];
+        if (row != skip) std::memcpy(buffer + i * dim, base + int64_t(row) * dim, row_bytes);
+      }
+    };
+    const unsigned threads = copy_threads(size_t(n) * row_bytes);
+    if (threads == 1) {
+      gather(0, n);
+    } else {
+      const int64_t slice = (n + threads - 1) / threads;
+      copiers_->parallel_for(threads, [&](int64_t t) { gather(std::min(n, t * slice), std::min(n, (t + 1) * slice)); });
+    }
+    send(h, dst + first * dim, size_t(n) * row_bytes, stream);
   }
 }
 

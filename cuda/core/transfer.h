@@ -39,11 +39,22 @@ class HostStaging {
   // Device -> host (pageable), after the work already queued on `stream`. Returns once `dst` is
   // written.
   void to_host(void* dst, const void* src, size_t bytes, cudaStream_t stream);
+  // dst (count x dim floats, device memory) row i = host row rows[i] of base (dim floats each), ordered
+  // on `stream`; rows equal to `skip` are left unwritten. Gathered into the pinned buffers on the
+  // copy threads. Returns once the host rows have been read.
+  void gather_to_device(float* dst, const float* base, int64_t dim, const int32_t* rows, int64_t count,
+                        int32_t skip, cudaStream_t stream);
 
  private:
   void release() noexcept;
-  // memcpy between host buffers, split over copiers_ (started on first use) when large.
+  // The copy threads for `bytes` of host copying (1: the caller alone); started on first use.
+  unsigned copy_threads(size_t bytes);
+  // memcpy between host buffers, split over copiers_ when large.
   void host_copy(void* dst, const void* src, size_t bytes);
+  // Waits until pinned buffer h's last DMA is done and returns it for the next one.
+  void* next_buffer(int* h);
+  // DMA of `bytes` from buffer h to dst on `stream`, then its event.
+  void send(int h, void* dst, size_t bytes, cudaStream_t stream);
 
   size_t chunk_;
   void* buffer_[2] = {nullptr, nullptr};

@@ -26,10 +26,11 @@
 // the base, only where it shrinks the bound), a centred copy of an unstreamed base made once per
 // call, a streamed base's chunks centred as they arrive. The re-rank reads the original rows.
 //
-// The TF32 pass on a base on the device (dim a multiple of 4 up to 128, kc <= 32, 256 queries or more,
-// 16384 rows or more) is one kernel instead (tf32_select.h): tensor-core products selected where
+// The TF32 pass (dim a multiple of 4 up to 128, kc <= 32, 256 queries or more, 16384 rows or more,
+// or as many a chunk) is one kernel instead (tf32_select.h): tensor-core products selected where
 // they are computed, each block's splits of the base giving kc candidates per query that one
-// selection merges into the running best. No distance tile is written; the re-rank and the
+// selection merges into the running best. Over a base in chunks (below) each chunk is one launch
+// whose lists start at the running kc-th best, so a chunk costs no more than its rows. No distance tile is written; the re-rank and the
 // certificate follow as above. A certified pass of up to kMaxTruncatedCandidates candidates takes it
 // too, each split (at least 4 kc / 32 of them) giving only its best 32: a row a full split dropped
 // may be closer than the selection's last, so the certificate bounds the rows left out by the
@@ -43,10 +44,11 @@
 // tile's selection continuing from its running best exactly as across base tiles). A chunk is a
 // whole number of the first pass's base tiles, so that pass runs the GEMMs and selections of the
 // unstreamed search and the fast modes' results are identical (fp16 aside: it streams through
-// float tiles, below); the fp32 mode's are exact either way. Each chunk's norms are computed on the
+// float tiles, below; the fused pass keeps the same candidates whatever the chunks); the fp32
+// mode's are exact either way. Each chunk's norms are computed on the
 // device (or copied from base_norms), its half copy made
 // there, its certificate statistics gathered. Re-ranks of a streamed base read the candidates' rows
-// from host memory: they are gathered on the host and copied into chunk 0, where the same re-rank
+// from host memory: they are gathered on the host (copy threads) into chunk 0, where the same re-rank
 // kernel reads them (bit-identical keys); fp16's range check then happens after the search, still
 // before any output is written.
 //
@@ -365,7 +367,8 @@ struct Pass {
   void check_overflow();
   void gather_base_stats(const float* rows, const float* norms, int64_t count, cudaStream_t stream);
   cudaStream_t search_tile(int64_t q0, int64_t rows, int64_t c0, int64_t cols, const void* tile_y, const float* bias);
-  cudaStream_t search_fused(int64_t q0, int64_t rows, int64_t first_row, int64_t count);
+  cudaStream_t search_fused(int64_t q0, int64_t rows, const float* part, const float* part_norms, int64_t first_row,
+                            int64_t count);
   void upload_chunk(int64_t chunk);
   struct ChunkOperands {
     const void* gemm_y = nullptr;  // the chunk's tile operand (floats or half copy)
@@ -492,7 +495,6 @@ struct Pass {
   // ---- the search ----
   int64_t step = 0;  // tiles so far; its parity picks the stream and the buffer
   std::vector<int32_t> candidates, positions;  // rerank_from_host's host copies
-  std::vector<float> gathered;
   int64_t pending = -1;  // query tile whose results still go to the host
   int64_t pending_rows = 0;
 };
@@ -624,9 +626,9 @@ void Pass::plan_search() {
   // selected into the running best instead.
   // A certified pass may truncate the splits' lists (see the top of the file).
   split_kc = spec.certify && kc <= kMaxTruncatedCandidates ? std::min(kc, kTf32SelectMaxK) : kc;
-  // An arriving base: one launch a chunk.
-  const int64_t fused_rows = arriving ? chunk_rows : n;
-  fused = spec.kind == TileKind::tf32 && !streamed && nq >= kMinFusedQueries && fused_rows >= kMinFusedRows &&
+  // A base in chunks: one launch a chunk.
+  const int64_t fused_rows = chunked ? chunk_rows : n;
+  fused = spec.kind == TileKind::tf32 && nq >= kMinFusedQueries && fused_rows >= kMinFusedRows &&
           reinterpret_cast<uintptr_t>(xc) % 16 == 0 && reinterpret_cast<uintptr_t>(yc) % 16 == 0 &&
           tf32_select_fits(resources.limits(), dim, split_kc, n);
   plan = fused ? plan_fused(nq, n) : plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, kc);
@@ -784,16 +786,18 @@ cudaStream_t Pass::search_tile(int64_t q0, int64_t rows, int64_t c0, int64_t col
   return stream;
 }
 
-// The fused TF32 pass of queries [q0, q0 + rows) against base rows [first_row, first_row + count) (the
-// whole base, or an arriving chunk: the selection continues from the chunks before), on stream 0.
-cudaStream_t Pass::search_fused(int64_t q0, int64_t rows, int64_t first_row, int64_t count) {
+// The fused TF32 pass of queries [q0, q0 + rows) against base rows [first_row, first_row + count) at
+// `part` (their norms at part_norms, L2): the whole base, or a chunk, whose selection continues from
+// the chunks before. On stream 0.
+cudaStream_t Pass::search_fused(int64_t q0, int64_t rows, const float* part, const float* part_norms,
+                                int64_t first_row, int64_t count) {
   const uint8_t* filter = sh.filter.bits != nullptr ? sh.filter_copy.get() : nullptr;
   const int64_t parts =
       std::min(splits, tf32_select_splits(resources.limits(), plan.query_rows, count, min_splits));
   // After the first chunk, no row above a query's kc-th best so far can join its candidates.
   const float* bounds = first_row > 0 ? best_keys.get() + q0 * kc + kc - 1 : nullptr;
-  launch_tf32_select(resources.limits(), xc + q0 * dim, rows, yc, l2 ? yc_norms : nullptr, first_row + count, dim,
-                     split_kc, l2, filter, sh.filter.nbits, parts, split_keys.get(), split_rows.get(), s0,
+  launch_tf32_select(resources.limits(), xc + q0 * dim, rows, part, l2 ? part_norms : nullptr, count, dim, split_kc,
+                     l2, filter, sh.filter.nbits, parts, split_keys.get(), split_rows.get(), s0,
                      Tf32SelectKernel::automatic, first_row, bounds, kc);
   if (split_kc < kc)
     launch_split_bounds(split_keys.get(), rows, parts, split_kc, split_bounds.get() + q0, s0, first_row > 0);
@@ -819,7 +823,7 @@ void Pass::search_resident() {
     const int64_t rows = std::min(plan.query_rows, nq - q0);
     cudaStream_t stream = nullptr;
     if (fused) {
-      stream = search_fused(q0, rows, 0, n);
+      stream = search_fused(q0, rows, yc, yc_norms, 0, n);
     } else {
       for (int64_t c0 = 0; c0 < n; c0 += plan.columns) {
         stream = search_tile(q0, rows, c0, std::min(plan.columns, n - c0),
@@ -918,7 +922,7 @@ cudaStream_t Pass::search_chunk(int64_t chunk, cudaStream_t stream) {
   for (int64_t q0 = 0; q0 < nq; q0 += plan.query_rows) {
     const int64_t rows = std::min(plan.query_rows, nq - q0);
     if (fused) {
-      stream = search_fused(q0, rows, r0, count);
+      stream = search_fused(q0, rows, static_cast<const float*>(operands.gemm_y), operands.bias, r0, count);
       continue;
     }
     for (int64_t c = 0; c < count; c += plan.columns) {
@@ -934,26 +938,20 @@ cudaStream_t Pass::search_chunk(int64_t chunk, cudaStream_t stream) {
 }
 
 // Streamed re-rank: the candidates' exact keys from the host base. The candidate rows come to the
-// host, their vectors are gathered there and copied into chunk 0 (free once the search is done:
-// `stream` follows the last selection), and the same re-rank kernel reads them there.
+// host, their vectors are gathered there (on the staging's copy threads) into chunk 0 (free once the
+// search is done: `stream` follows the last selection), and the same re-rank kernel reads them there.
 void Pass::rerank_from_host(int64_t q0, int64_t rows, cudaStream_t stream) {
   constexpr int32_t kNone = std::numeric_limits<int32_t>::max();  // the selection's "no row"
   candidates.resize(size_t(rows * kc));
   copy_from_device(staging, device, candidates.data(), best_rows.get() + q0 * kc,
                    candidates.size() * sizeof(int32_t), stream);
   positions.resize(size_t(gather_queries * kc));
-  gathered.resize(size_t(gather_queries * kc * dim));
   for (int64_t g0 = 0; g0 < rows; g0 += gather_queries) {
     const int64_t count = std::min(gather_queries, rows - g0) * kc;
-    for (int64_t i = 0; i < count; ++i) {
-      const int32_t row = candidates[size_t(g0 * kc + i)];
-      positions[size_t(i)] = row == kNone ? kNone : int32_t(i);
-      if (row != kNone)
-        std::copy(base + int64_t(row) * dim, base + (int64_t(row) + 1) * dim, gathered.data() + i * dim);
-    }
+    for (int64_t i = 0; i < count; ++i)
+      positions[size_t(i)] = candidates[size_t(g0 * kc + i)] == kNone ? kNone : int32_t(i);
     copy_to_device(staging, device, gather_rows.get(), positions.data(), size_t(count) * sizeof(int32_t), stream);
-    copy_to_device(staging, device, chunk_floats[0].get(), gathered.data(), size_t(count * dim) * sizeof(float),
-                   stream);
+    staging.gather_to_device(chunk_floats[0].get(), base, dim, candidates.data() + g0 * kc, count, kNone, stream);
     launch_rerank(chunk_floats[0].get(), x + (q0 + g0) * dim, dim, gather_rows.get(), count / kc, kc, l2,
                   rerank_keys.get() + (q0 + g0) * kc, stream);
   }

@@ -86,7 +86,7 @@ __device__ __forceinline__ void load_matrices(uint32_t (&r)[4], const float* p) 
 __global__ void __launch_bounds__(kThreads, 1)
     tf32_select_kernel(const float* __restrict__ x, int nq, const float* __restrict__ y,
                        const float* __restrict__ norms, int n, int dim, int kc, bool l2,
-                       const uint8_t* __restrict__ filter, int64_t filter_bits, int first_row, int split_rows,
+                       const uint8_t* __restrict__ filter, int64_t filter_bits, int row_offset, int split_rows,
                        int splits, const float* __restrict__ bounds, int64_t bounds_ld,
                        float* __restrict__ out_keys, int32_t* __restrict__ out_rows) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int group = lane / 4, member = lane % 4;  // the mma fragments' row / column within a lane group
   const int q0 = static_cast<int>(blockIdx.x) * kQueries;
   const int split = static_cast<int>(blockIdx.y);
-  const int row_begin = min(n, first_row + split * split_rows);
+  const int row_begin = min(n, split * split_rows);
   const int row_end = min(n, row_begin + split_rows);
   const int tiles = (row_end - row_begin + kRows - 1) / kRows;
   const int chunks = depth / kDepth;
@@ -216,7 +216,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     auto offer = [&](int m, int f, int i) {
       const float key = fmaf(alpha, acc[m][f][i], bias[m][i / 2]);
       if (!(key <= limit[f][i % 2])) return true;
-      const int row = tile_row + 16 * m + 8 * (i / 2);
+      const int row = row_offset + tile_row + 16 * m + 8 * (i / 2);
       if (!allowed(filter, filter_bits, row)) return true;
       return lists.offer(warp_query + 8 * f + 2 * member + i % 2, key, row);
     };
@@ -310,24 +310,23 @@ int64_t tf32_select_splits(const SelectLimits& limits, int64_t nq, int64_t n, in
 void launch_tf32_select(const SelectLimits& limits, const float* queries, int64_t nq, const float* base,
                         const float* base_norms, int64_t n, int64_t dim, int64_t kc, bool l2, const uint8_t* filter,
                         int64_t filter_bits, int64_t splits, float* keys, int32_t* rows, cudaStream_t stream,
-                        Tf32SelectKernel kernel, int64_t first_row, const float* bounds, int64_t bounds_ld) {
-  require(nq >= 1 && splits >= 1 && splits <= kMaxSplits && shape_fits(dim, kc, n) && first_row >= 0 &&
-              first_row < n,
-          "tf32_select: nq = ", nq, ", rows ", first_row, " .. ", n, ", dim = ", dim, ", kc = ", kc,
+                        Tf32SelectKernel kernel, int64_t row_offset, const float* bounds, int64_t bounds_ld) {
+  require(nq >= 1 && splits >= 1 && splits <= kMaxSplits && shape_fits(dim, kc, row_offset + n) && row_offset >= 0,
+          "tf32_select: nq = ", nq, ", n = ", n, " from row ", row_offset, ", dim = ", dim, ", kc = ", kc,
           ", splits = ", splits, " is not a shape it takes");
   if (kernel == Tf32SelectKernel::automatic && takes_sm90a(limits)) {
-    launch_tf32_select_sm90a(queries, nq, base, base_norms, first_row, n, dim, kc, l2, filter, filter_bits, splits,
+    launch_tf32_select_sm90a(queries, nq, base, base_norms, row_offset, n, dim, kc, l2, filter, filter_bits, splits,
                              bounds, bounds_ld, keys, rows, stream);
     return;
   }
   const size_t shared = shared_bytes(dim);
   QV_CUDA_CHECK(cudaFuncSetAttribute(tf32_select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(shared)));
-  const int64_t split_rows = ceil_div(ceil_div(n - first_row, splits), kRows) * kRows;
+  const int64_t split_rows = ceil_div(ceil_div(n, splits), kRows) * kRows;
   const dim3 grid(static_cast<unsigned>(ceil_div(nq, kQueries)), static_cast<unsigned>(splits));
   tf32_select_kernel<<<grid, kThreads, shared, stream>>>(
       queries, static_cast<int>(nq), base, base_norms, static_cast<int>(n), static_cast<int>(dim),
-      static_cast<int>(kc), l2, filter, filter_bits, static_cast<int>(first_row), static_cast<int>(split_rows),
+      static_cast<int>(kc), l2, filter, filter_bits, static_cast<int>(row_offset), static_cast<int>(split_rows),
       static_cast<int>(splits), bounds, bounds_ld, keys, rows);
   QV_LAUNCH_CHECK("tf32_select_kernel");
 }

@@ -45,9 +45,9 @@ int64_t tf32_select_splits(const SelectLimits& limits, int64_t nq, int64_t n, in
 // tf32_select_sm90a.h) by default; elsewhere, or when asked, mma.sync products.
 enum class Tf32SelectKernel { automatic, mma_sync };
 
-// For queries (nq x dim) against base rows [first_row, n) (the base n x dim, row-major, both 16-byte
-// aligned; rows below first_row are not read, nor those from n on) and, for L2, base_norms (n floats):
-// keys / rows (nq x splits * kc) = for query q and split s of those rows, at
+// For queries (nq x dim) against base rows (n x dim, row-major, both 16-byte aligned; numbered from
+// row_offset: a part of a larger base) and, for L2, base_norms (n floats): keys / rows
+// (nq x splits * kc) = for query q and split s, at
 // [q][s * kc .. s * kc + kc), the kc best keys of the split's rows, ascending (ties to the smaller
 // row), and their rows; +inf and the largest int32 where the split has fewer allowed rows. filter
 // (optional): row r is allowed when r < filter_bits and bit r % 8 of filter[r / 8] is set. Rows whose
@@ -58,7 +58,7 @@ enum class Tf32SelectKernel { automatic, mma_sync };
 void launch_tf32_select(const SelectLimits& limits, const float* queries, int64_t nq, const float* base,
                         const float* base_norms, int64_t n, int64_t dim, int64_t kc, bool l2, const uint8_t* filter,
                         int64_t filter_bits, int64_t splits, float* keys, int32_t* rows, cudaStream_t stream,
-                        Tf32SelectKernel kernel = Tf32SelectKernel::automatic, int64_t first_row = 0,
+                        Tf32SelectKernel kernel = Tf32SelectKernel::automatic, int64_t row_offset = 0,
                         const float* bounds = nullptr, int64_t bounds_ld = 0);
 
 }  // namespace quiver::gpu

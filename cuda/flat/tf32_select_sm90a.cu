@@ -119,7 +119,7 @@ template <int kDepth>
 __global__ void __launch_bounds__(kThreads, 1)
     tf32_select_sm90a_kernel(const float* __restrict__ x, int nq, const __grid_constant__ CUtensorMap y,
                              const float* __restrict__ norms, int n, int dim, int kc, bool l2,
-                             const uint8_t* __restrict__ filter, int64_t filter_bits, int first_row, int split_rows,
+                             const uint8_t* __restrict__ filter, int64_t filter_bits, int row_offset, int split_rows,
                              int splits, const float* __restrict__ bounds, int64_t bounds_ld,
                              float* __restrict__ out_keys, int32_t* __restrict__ out_rows) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -136,7 +136,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int group = lane / 4, member = lane % 4;  // the fragments' row / column within a lane group
   const int q0 = static_cast<int>(blockIdx.x) * kQueries;
   const int split = static_cast<int>(blockIdx.y);
-  const int row_begin = min(n, first_row + split * split_rows);
+  const int row_begin = min(n, split * split_rows);
   const int row_end = min(n, row_begin + split_rows);
   const int tile_count = (row_end - row_begin + kRows - 1) / kRows;
 
@@ -222,7 +222,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     auto offer = [&](int j, int h, int e) {
       const float key = fmaf(alpha, acc[4 * j + 2 * h + e], tile_bias[8 * j + e]);
       if (!(key <= limit[h])) return true;
-      const int row = tile_row + 8 * j + 2 * member + e;
+      const int row = row_offset + tile_row + 8 * j + 2 * member + e;
       if (!allowed(filter, filter_bits, row)) return true;
       return lists.offer(warp_query + group + 8 * h, key, row);
     };
@@ -310,7 +310,7 @@ CUtensorMap base_map(const float* base, int64_t n, int64_t dim) {
 size_t tf32_select_sm90a_shared_bytes(int64_t dim) { return shared_bytes(dim); }
 
 void launch_tf32_select_sm90a(const float* queries, int64_t nq, const float* base, const float* base_norms,
-                              int64_t first_row, int64_t n, int64_t dim, int64_t kc, bool l2, const uint8_t* filter,
+                              int64_t row_offset, int64_t n, int64_t dim, int64_t kc, bool l2, const uint8_t* filter,
                               int64_t filter_bits, int64_t splits, const float* bounds, int64_t bounds_ld,
                               float* keys, int32_t* rows, cudaStream_t stream) {
   decltype(&tf32_select_sm90a_kernel<kDepthStep>) kernel = nullptr;
@@ -324,11 +324,11 @@ void launch_tf32_select_sm90a(const float* queries, int64_t nq, const float* bas
   const CUtensorMap map = base_map(base, n, dim);
   const size_t shared = shared_bytes(dim);
   QV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
-  const int64_t split_rows = ceil_div(ceil_div(n - first_row, splits), kRows) * kRows;
+  const int64_t split_rows = ceil_div(ceil_div(n, splits), kRows) * kRows;
   const dim3 grid(static_cast<unsigned>(ceil_div(nq, kQueries)), static_cast<unsigned>(splits));
   kernel<<<grid, kThreads, shared, stream>>>(
       queries, static_cast<int>(nq), map, base_norms, static_cast<int>(n), static_cast<int>(dim),
-      static_cast<int>(kc), l2, filter, filter_bits, static_cast<int>(first_row), static_cast<int>(split_rows),
+      static_cast<int>(kc), l2, filter, filter_bits, static_cast<int>(row_offset), static_cast<int>(split_rows),
       static_cast<int>(splits), bounds, bounds_ld, keys, rows);
   QV_LAUNCH_CHECK("tf32_select_sm90a_kernel");
 }

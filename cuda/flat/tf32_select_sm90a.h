@@ -14,10 +14,9 @@ namespace quiver::gpu {
 // Shared memory the kernel takes for rows of dim values.
 size_t tf32_select_sm90a_shared_bytes(int64_t dim);
 
-// As launch_tf32_select (rows [first_row, n) of the base), on a device of compute capability 9.0 (the
-// caller checks the shapes).
+// As launch_tf32_select, on a device of compute capability 9.0 (the caller checks the shapes).
 void launch_tf32_select_sm90a(const float* queries, int64_t nq, const float* base, const float* base_norms,
-                              int64_t first_row, int64_t n, int64_t dim, int64_t kc, bool l2, const uint8_t* filter,
+                              int64_t row_offset, int64_t n, int64_t dim, int64_t kc, bool l2, const uint8_t* filter,
                               int64_t filter_bits, int64_t splits, const float* bounds, int64_t bounds_ld,
                               float* keys, int32_t* rows, cudaStream_t stream);
 

@@ -167,6 +167,13 @@ TEST(GpuKnnStream, IdenticalToUnstreamedForEveryK) {
   StreamCase wide{50001, 33, 20, 10};  // three chunks: two in flight stay below the whole base
   wide.stream_bytes = 2 * 8192 * 2 * (33 * 4 + 4) + 4096;
   run_stream_case(wide, seed++);
+  // 300 queries: the fused TF32 pass, one launch a chunk of 16384 rows (2 buffers x (32 floats + a
+  // norm) a row); k = 40 from truncated split lists.
+  StreamCase fused{testing::sized(70001, 40001), 32, 300, 10};
+  fused.stream_bytes = 2 * 16384 * (32 * 4 + 4);
+  run_stream_case(fused, seed++);
+  fused.k = 40;
+  run_stream_case(fused, seed++);
   // n < k: one chunk covers the base, so nothing is streamed; still the same results.
   StreamCase small{5, 3, 7, 10};
   small.expect_streamed = false;

@@ -183,9 +183,10 @@ TEST(GpuTf32Select, UniformFloatsWithinTheTf32Error) {
   }
 }
 
-// A part of the base searched after others (knn.cu's arriving chunks): rows [first_row, n) only,
-// and no key above the query's bound; a split with fewer such rows ends in (bound, no row). Small
-// integers: exact keys, so the kept entries must be the reference's best by (key, row).
+// A part of the base searched after others (knn.cu's chunks): rows [first_row, n), passed as their own
+// array numbered from first_row, and no key above the query's bound; a split with fewer such rows ends
+// in (bound, no row). Small integers: exact keys, so the kept entries must be the reference's best by
+// (key, row).
 TEST(GpuTf32Select, RowRangeUnderPerQueryBounds) {
   QV_REQUIRE_GPU();
   gpu::Resources& resources = testing::shared_resources();
@@ -212,9 +213,9 @@ TEST(GpuTf32Select, RowRangeUnderPerQueryBounds) {
     SCOPED_TRACE(::testing::Message() << "kernel " << int(kernel));
     DeviceArray<float> keys(out);
     DeviceArray<int32_t> rows(out);
-    gpu::launch_tf32_select(resources.limits(), x.get(), c.nq, y.get(), y_norms.get(), c.n, c.dim, c.kc, true,
-                            nullptr, 0, splits, keys.get(), rows.get(), resources.stream(0), kernel, first_row, b.get(),
-                            1);
+    gpu::launch_tf32_select(resources.limits(), x.get(), c.nq, y.get() + first_row * c.dim, y_norms.get() + first_row,
+                            ranged, c.dim, c.kc, true, nullptr, 0, splits, keys.get(), rows.get(), resources.stream(0),
+                            kernel, first_row, b.get(), 1);
     ASSERT_EQ(cudaStreamSynchronize(resources.stream(0)), cudaSuccess);
     const std::vector<float> k = keys.to_host();
     const std::vector<int32_t> r = rows.to_host();
