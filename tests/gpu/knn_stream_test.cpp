@@ -64,36 +64,54 @@ Results search(gpu::Resources& resources, const StreamCase& c, const float* base
   return r;
 }
 
+// A case's host inputs: uniform base and queries (plus `offset`; normalised for cosine), the base's
+// squared norms where asked, and a filter passing about a quarter of the rows (the last excluded).
+struct HostInputs {
+  std::vector<float> base, queries, norms;
+  std::vector<uint8_t> bits;
+  gpu::RowFilter filter;
+};
+
+HostInputs make_inputs(int64_t n, int64_t dim, int64_t nq, Metric metric, uint32_t seed, bool host_norms, bool filter,
+                       float offset = 0.f) {
+  HostInputs in;
+  in.base = testing::uniform_vectors(n, dim, seed);
+  in.queries = testing::uniform_vectors(nq, dim, seed + 1);
+  for (float& v : in.base) v += offset;
+  for (float& v : in.queries) v += offset;
+  if (metric == Metric::cosine) {
+    testing::normalize(in.base, dim);
+    testing::normalize(in.queries, dim);
+  }
+  if (host_norms) {
+    in.norms.resize(size_t(n));
+    for (int64_t i = 0; i < n; ++i) {
+      float s = 0.f;
+      for (int64_t j = 0; j < dim; ++j) s += in.base[i * dim + j] * in.base[i * dim + j];
+      in.norms[size_t(i)] = s;
+    }
+  }
+  if (filter) {
+    in.bits = std::vector<uint8_t>(size_t((n + 7) / 8));
+    std::mt19937 gen(seed + 2);
+    for (auto& b : in.bits) b = uint8_t(gen() & gen());
+    in.filter.bits = in.bits.data();
+    in.filter.nbits = n - n / 7;
+  }
+  return in;
+}
+
 void run_stream_case(const StreamCase& c, uint32_t seed) {
   SCOPED_TRACE(::testing::Message() << "n " << c.n << " dim " << c.dim << " nq " << c.nq << " k " << c.k << " "
                                     << metric_name(c.metric) << " mode " << int(c.mode) << " stream_bytes "
                                     << c.stream_bytes << (c.pinned ? " pinned" : " pageable")
                                     << (c.filter ? " filter" : "") << (c.host_norms ? " host norms" : "")
                                     << (c.device_outputs ? " device outputs" : ""));
-  std::vector<float> base = testing::uniform_vectors(c.n, c.dim, seed);
-  std::vector<float> queries = testing::uniform_vectors(c.nq, c.dim, seed + 1);
-  if (c.metric == Metric::cosine) {
-    testing::normalize(base, c.dim);
-    testing::normalize(queries, c.dim);
-  }
-  std::vector<float> norms;
-  if (c.host_norms) {
-    norms.resize(size_t(c.n));
-    for (int64_t i = 0; i < c.n; ++i) {
-      float s = 0.f;
-      for (int64_t j = 0; j < c.dim; ++j) s += base[i * c.dim + j] * base[i * c.dim + j];
-      norms[size_t(i)] = s;
-    }
-  }
-  std::vector<uint8_t> bits;
-  gpu::RowFilter filter;
-  if (c.filter) {
-    bits = std::vector<uint8_t>(size_t((c.n + 7) / 8));
-    std::mt19937 gen(seed + 2);
-    for (auto& b : bits) b = uint8_t(gen() & gen());  // about a quarter of the rows pass
-    filter.bits = bits.data();
-    filter.nbits = c.n - c.n / 7;  // the last rows are excluded
-  }
+  const HostInputs in = make_inputs(c.n, c.dim, c.nq, c.metric, seed, c.host_norms, c.filter);
+  const std::vector<float>& base = in.base;
+  const std::vector<float>& queries = in.queries;
+  const std::vector<float>& norms = in.norms;
+  const gpu::RowFilter& filter = in.filter;
   float* pinned = nullptr;
   const float* base_ptr = base.data();
   if (c.pinned) {
@@ -265,28 +283,11 @@ void run_arriving_case(const ArrivingCase& c, uint32_t seed) {
                                     << metric_name(c.metric) << " mode " << int(c.mode) << " chunk rows "
                                     << c.chunk_rows << " offset " << c.offset << (c.pinned ? " pinned" : "")
                                     << (c.filter ? " filter" : "") << (c.host_norms ? " host norms" : ""));
-  std::vector<float> base = testing::uniform_vectors(c.n, c.dim, seed);
-  std::vector<float> queries = testing::uniform_vectors(c.nq, c.dim, seed + 1);
-  for (float& v : base) v += c.offset;
-  for (float& v : queries) v += c.offset;
-  std::vector<float> norms;
-  if (c.host_norms) {
-    norms.resize(size_t(c.n));
-    for (int64_t i = 0; i < c.n; ++i) {
-      float s = 0.f;
-      for (int64_t j = 0; j < c.dim; ++j) s += base[i * c.dim + j] * base[i * c.dim + j];
-      norms[size_t(i)] = s;
-    }
-  }
-  std::vector<uint8_t> bits;
-  gpu::RowFilter filter;
-  if (c.filter) {
-    bits = std::vector<uint8_t>(size_t((c.n + 7) / 8));
-    std::mt19937 gen(seed + 2);
-    for (auto& b : bits) b = uint8_t(gen() | gen());  // about three quarters of the rows pass
-    filter.bits = bits.data();
-    filter.nbits = c.n - c.n / 9;
-  }
+  const HostInputs in = make_inputs(c.n, c.dim, c.nq, c.metric, seed, c.host_norms, c.filter, c.offset);
+  const std::vector<float>& base = in.base;
+  const std::vector<float>& queries = in.queries;
+  const std::vector<float>& norms = in.norms;
+  const gpu::RowFilter& filter = in.filter;
   gpu::ResourcesOptions options = testing::test_resources_options();
   options.tile_bytes = c.tile_bytes;
   options.upload_chunk_bytes = c.chunk_rows * c.dim * int64_t(sizeof(float));
