@@ -13,8 +13,9 @@
 #                                            by side (spread over the GPUs where there are several).
 #                                            On one H100, memcheck,synccheck,initcheck take one 10-minute
 #                                            call (about 8 minutes); racecheck takes about five (split
-#                                            it with QUIVER_SANITIZER_FILTER). Prints the hazards /
-#                                            errors found.
+#                                            it with QUIVER_SANITIZER_FILTER), or one on four H200s
+#                                            with QUIVER_SANITIZER_SHARDS=40 (546 s, 2026-11-27).
+#                                            Prints the hazards / errors found.
 #   environment: OUT (log folder), QUIVER_JOBS (default 16), CMAKE_CUDA_ARCHITECTURES (default 90),
 #                QUIVER_MEMCHECK_FILTER (a --gtest_filter for the memcheck run, default all),
 #                QUIVER_MEMCHECK_ARGS (more compute-sanitizer options),
