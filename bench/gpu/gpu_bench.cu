@@ -222,7 +222,8 @@ int main(int argc, char** argv) {
   int64_t n = 1000000, dim = 128, nq = 10000, sel_cols = 128000;
   int runs = 5;
   bool quick = false;
-  std::string only;  // one section: ceilings, select, exact, range, offset, graph, modes, shapes, transfer, stream, kmeans
+  // One section: ceilings, select, exact, range, offset, graph, modes, shapes, transfer, stream, kmeans.
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::max(5, std::atoi(argv[++i]));

@@ -30,8 +30,8 @@
 // or as many a chunk) is one kernel instead (tf32_select.h): tensor-core products selected where
 // they are computed, each block's splits of the base giving kc candidates per query that one
 // selection merges into the running best. Over a base in chunks (below) each chunk is one launch
-// whose lists start at the running kc-th best, so a chunk costs no more than its rows. No distance tile is written; the re-rank and the
-// certificate follow as above. A certified pass of up to kMaxTruncatedCandidates candidates takes it
+// whose lists start at the running kc-th best, so a chunk costs no more than its rows. No distance
+// tile is written; the re-rank and the certificate follow as above. A certified pass of up to kMaxTruncatedCandidates candidates takes it
 // too, each split (at least 4 kc / 32 of them) giving only its best 32: a row a full split dropped
 // may be closer than the selection's last, so the certificate bounds the rows left out by the
 // smallest last key of the full splits as well (certify.h's launch_split_bounds); queries whose
