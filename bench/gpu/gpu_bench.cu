@@ -18,6 +18,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "cpp/backend/gpu.h"
@@ -864,32 +865,37 @@ int main(int argc, char** argv) {
       auto arriving = gpu::make_resources(whole_options);
       whole_options.upload_chunk_bytes = int64_t(1) << 50;
       auto whole = gpu::make_resources(whole_options);
+      // A search of the host base `from` through `r`, timed; its results in d / i.
+      auto time_search = [&](gpu::Resources& r, const float* from, int64_t k, std::vector<float>& d,
+                             std::vector<int64_t>& i) {
+        return time_it(runs, [&] {
+          gpu::knn(r, Metric::l2, from, nullptr, n, dim, hq.data(), nq, k, d.data(), i.data());
+        });
+      };
+      auto pool_mib = [](gpu::Resources& r) { return gpu::memory_stats(r).peak_bytes / 1048576.0; };
+      auto task_for = [&](const char* memory, int64_t k) {
+        char task[96];
+        std::snprintf(task, sizeof task, "exact %lldx%lld %s base, %lld queries, k=%lld", (long long)n,
+                      (long long)dim, memory, (long long)nq, (long long)k);
+        return std::string(task);
+      };
+      char note[192];
       for (int64_t k : {int64_t(10), int64_t(100)}) {
         std::vector<float> hd(size_t(nq * k)), sd(size_t(nq * k));
         std::vector<int64_t> hi(size_t(nq * k)), si(size_t(nq * k));
-        char task[96], note[192];
-        std::snprintf(task, sizeof task, "exact %lldx%lld pageable base, %lld queries, k=%lld", (long long)n,
-                      (long long)dim, (long long)nq, (long long)k);
-        const Timing tw = time_it(runs, [&] {
-          gpu::knn(*whole, Metric::l2, hbase.data(), nullptr, n, dim, hq.data(), nq, k, hd.data(), hi.data());
-        });
-        std::snprintf(note, sizeof note, "copied whole, then searched, pool peak %.0f MiB, %s",
-                      gpu::memory_stats(*whole).peak_bytes / 1048576.0, passes_note().c_str());
+        const std::string task = task_for("pageable", k);
+        const Timing tw = time_search(*whole, hbase.data(), k, hd, hi);
+        std::snprintf(note, sizeof note, "copied whole, then searched, pool peak %.0f MiB, %s", pool_mib(*whole),
+                      passes_note().c_str());
         report(task, "host-copy", tw, nq / tw.median_ms * 1e3, "QPS", note);
-        const Timing ta = time_it(runs, [&] {
-          gpu::knn(*arriving, Metric::l2, hbase.data(), nullptr, n, dim, hq.data(), nq, k, sd.data(), si.data());
-        });
-        std::snprintf(note, sizeof note, "searched as it arrives, pool peak %.0f MiB, results %s, %s",
-                      gpu::memory_stats(*arriving).peak_bytes / 1048576.0,
-                      hi == si && hd == sd ? "identical" : "DIFFER", passes_note().c_str());
-        report(task, "arriving", ta, nq / ta.median_ms * 1e3, "QPS", note);
-        const Timing ts = time_it(runs, [&] {
-          gpu::knn(*streaming, Metric::l2, hbase.data(), nullptr, n, dim, hq.data(), nq, k, sd.data(), si.data());
-        });
-        std::snprintf(note, sizeof note, "stream_bytes 64 MiB, pool peak %.0f MiB, results %s, %s",
-                      gpu::memory_stats(*streaming).peak_bytes / 1048576.0,
-                      hi == si && hd == sd ? "identical" : "DIFFER", passes_note().c_str());
-        report(task, "streamed", ts, nq / ts.median_ms * 1e3, "QPS", note);
+        // The chunked searches, against the copied-whole results.
+        for (auto [r, mode, how] : {std::tuple{arriving.get(), "arriving", "searched as it arrives"},
+                                    std::tuple{streaming.get(), "streamed", "stream_bytes 64 MiB"}}) {
+          const Timing t = time_search(*r, hbase.data(), k, sd, si);
+          std::snprintf(note, sizeof note, "%s, pool peak %.0f MiB, results %s, %s", how, pool_mib(*r),
+                        hi == si && hd == sd ? "identical" : "DIFFER", passes_note().c_str());
+          report(task, mode, t, nq / t.median_ms * 1e3, "QPS", note);
+        }
         const Timing tr = time_it(runs, [&] {
           gpu::knn(*resources, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, hq.data(),
                    nq, k, hd.data(), hi.data());
@@ -901,30 +907,22 @@ int main(int argc, char** argv) {
       const int64_t k = 10;
       std::vector<float> hd(size_t(nq * k));
       std::vector<int64_t> hi(size_t(nq * k));
-      char task[96], note[192];
-      std::snprintf(task, sizeof task, "exact %lldx%lld pageable base, %lld queries, k=%lld", (long long)n,
-                    (long long)dim, (long long)nq, (long long)k);
       for (int64_t mib : {16, 32, 128, 256}) {
         gpu::ResourcesOptions options;
         options.stream_bytes = int64_t(1) << 50;
         options.upload_chunk_bytes = mib << 20;
         auto chunked = gpu::make_resources(options);
-        const Timing t = time_it(runs, [&] {
-          gpu::knn(*chunked, Metric::l2, hbase.data(), nullptr, n, dim, hq.data(), nq, k, hd.data(), hi.data());
-        });
+        const Timing t = time_search(*chunked, hbase.data(), k, hd, hi);
         std::snprintf(note, sizeof note, "upload_chunk_bytes %lld MiB, %s", (long long)mib, passes_note().c_str());
-        report(task, "arriving", t, nq / t.median_ms * 1e3, "QPS", note);
+        report(task_for("pageable", k), "arriving", t, nq / t.median_ms * 1e3, "QPS", note);
       }
       float* pinned = nullptr;
       CHECK_CUDA(cudaMallocHost(&pinned, hbase.size() * sizeof(float)));
       std::memcpy(pinned, hbase.data(), hbase.size() * sizeof(float));
-      std::snprintf(task, sizeof task, "exact %lldx%lld pinned base, %lld queries, k=%lld", (long long)n,
-                    (long long)dim, (long long)nq, (long long)k);
       for (auto* r : {whole.get(), arriving.get()}) {
-        const Timing t = time_it(runs, [&] {
-          gpu::knn(*r, Metric::l2, pinned, nullptr, n, dim, hq.data(), nq, k, hd.data(), hi.data());
-        });
-        report(task, r == whole.get() ? "host-copy" : "arriving", t, nq / t.median_ms * 1e3, "QPS", passes_note());
+        const Timing t = time_search(*r, pinned, k, hd, hi);
+        report(task_for("pinned", k), r == whole.get() ? "host-copy" : "arriving", t, nq / t.median_ms * 1e3, "QPS",
+               passes_note());
       }
       CHECK_CUDA(cudaFreeHost(pinned));
     }

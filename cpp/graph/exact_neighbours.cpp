@@ -10,7 +10,7 @@
 namespace quiver {
 
 ExactNeighbours::ExactNeighbours(Context& context, Metric metric, int64_t dim, int64_t n, const Input& data)
-    : context_(context), metric_(metric), dim_(dim), n_(n), data_(data), base_(data.data) {
+    : context_(context), metric_(metric), dim_(dim), n_(n), data_(data) {
   if (context.device() == DeviceKind::cuda) return;
   db_.x = data.data;
   db_.n = n;
@@ -33,15 +33,15 @@ void ExactNeighbours::copy_to_device() {
   } catch (const Error& e) {
     if (e.status() != Status::out_of_device_memory) throw;
     device_copy_.reset();  // each search streams the host rows instead
-    return;
   }
-  base_ = gpu::matrix_data(*device_copy_);
-  if (metric_ == Metric::l2) base_norms_ = gpu::matrix_norms(*device_copy_);
 }
+
+const float* ExactNeighbours::rows() const { return device_copy_ ? gpu::matrix_data(*device_copy_) : data_.data; }
 
 void ExactNeighbours::search(int64_t nq, const float* queries, int64_t k, float* distances, int64_t* ids) {
   if (context_.device() == DeviceKind::cuda) {
-    gpu::knn(context_.gpu(), metric_, base_, base_norms_, n_, dim_, queries, nq, k, distances, ids);
+    const float* norms = device_copy_ && metric_ == Metric::l2 ? gpu::matrix_norms(*device_copy_) : nullptr;
+    gpu::knn(context_.gpu(), metric_, rows(), norms, n_, dim_, queries, nq, k, distances, ids);
     return;
   }
   const Queries q{queries, nq};
@@ -58,7 +58,7 @@ void ExactNeighbours::search_rows(int64_t first, int64_t count, int64_t k, float
     copy_to_device();
   }
   // With a device copy, the queries are read there too.
-  search(count, (device_copy_ ? base_ : data_.data) + first * dim_, k, distances, ids);
+  search(count, rows() + first * dim_, k, distances, ids);
 }
 
 }  // namespace quiver

@@ -36,6 +36,8 @@ class ExactNeighbours {
 
  private:
   void copy_to_device();
+  // The data set's rows the searches read: the device copy, or data_.data.
+  const float* rows() const;
 
   Context& context_;
   Metric metric_;
@@ -45,8 +47,6 @@ class ExactNeighbours {
   // search would copy the whole base again); null where the device cannot hold it.
   bool tried_copy_ = false;
   gpu::DeviceMatrixPtr device_copy_;
-  const float* base_ = nullptr;        // the rows the search reads (the copy, or data_.data)
-  const float* base_norms_ = nullptr;  // their squared norms on the device (L2 with a copy), or null
   Database db_;  // CPU only
   std::vector<float> norms_;
   std::unique_ptr<Bf16Database> bf16_;  // CPU only, when the bfloat16 path pays off

@@ -115,9 +115,9 @@ void HostStaging::to_device(void* dst, const void* src, size_t bytes, cudaStream
 void HostStaging::gather_to_device(float* dst, const float* base, int64_t dim, const int32_t* rows, int64_t count,
                                    int32_t skip, cudaStream_t stream) {
   const size_t row_bytes = size_t(dim) * sizeof(float);
-  const int64_t per_buffer = std::max<int64_t>(1, int64_t(chunk_ / row_bytes));
-  require(size_t(per_buffer) * row_bytes <= chunk_, "gather_to_device: a row of ", row_bytes,
-          " bytes is larger than the staging buffer of ", chunk_);
+  require(row_bytes <= chunk_, "gather_to_device: a row of ", row_bytes, " bytes is larger than the staging buffer of ",
+          chunk_);
+  const auto per_buffer = static_cast<int64_t>(chunk_ / row_bytes);
   for (int64_t first = 0; first < count; first += per_buffer) {
     int h = 0;
     auto* buffer = static_cast<float*>(next_buffer(&h));

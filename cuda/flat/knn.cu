@@ -31,8 +31,9 @@
 // they are computed, each block's splits of the base giving kc candidates per query that one
 // selection merges into the running best. Over a base in chunks (below) each chunk is one launch
 // whose lists start at the running kc-th best, so a chunk costs no more than its rows. No distance
-// tile is written; the re-rank and the certificate follow as above. A certified pass of up to kMaxTruncatedCandidates candidates takes it
-// too, each split (at least 4 kc / 32 of them) giving only its best 32: a row a full split dropped
+// tile is written; the re-rank and the certificate follow as above. A certified pass of up to
+// kMaxTruncatedCandidates candidates takes it too, each split (at least 4 kc / 32 of them) giving
+// only its best 32: a row a full split dropped
 // may be closer than the selection's last, so the certificate bounds the rows left out by the
 // smallest last key of the full splits as well (certify.h's launch_split_bounds); queries whose
 // neighbours crowd into one split (data stored in clusters) then fail it and go to the SGEMM pass,
@@ -287,12 +288,12 @@ void prepare(Shared& sh, int64_t columns, bool half) {
         sh.y_norms = sh.base_norms;
       } else {
         sh.norms_copy = PoolBuffer<float>(pool, n);
-        if (sh.arriving) {
-          // Each chunk's, as it arrives.
-        } else if (sh.base_norms != nullptr) {
-          copy_to_device(staging, device, sh.norms_copy.get(), sh.base_norms, size_t(n) * sizeof(float), s0);
-        } else {
-          launch_row_norms(sh.y, n, dim, sh.norms_copy.get(), s0);
+        if (!sh.arriving) {  // an arriving base's norms come with each chunk
+          if (sh.base_norms != nullptr) {
+            copy_to_device(staging, device, sh.norms_copy.get(), sh.base_norms, size_t(n) * sizeof(float), s0);
+          } else {
+            launch_row_norms(sh.y, n, dim, sh.norms_copy.get(), s0);
+          }
         }
         sh.y_norms = sh.norms_copy.get();
       }
@@ -1051,7 +1052,7 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   pass.allocate_search();
   pass.allocate_results();
   pass.start_streams();
-  if (sh.streamed || sh.arriving) {
+  if (pass.chunked) {
     pass.search_chunked();
   } else {
     pass.search_resident();

@@ -98,6 +98,12 @@ struct QueryLists {
   }
 };
 
+// The bound query `query` of nq starts its lists at (reset): bounds[query * bounds_ld], or +inf
+// without bounds and past the last query.
+__device__ __forceinline__ float start_bound(const float* bounds, int64_t bounds_ld, int query, int nq) {
+  return bounds != nullptr && query < nq ? bounds[query * bounds_ld] : __int_as_float(0x7f800000);
+}
+
 __device__ __forceinline__ bool allowed(const uint8_t* filter, int64_t filter_bits, int row) {
   return filter == nullptr || (row < filter_bits && ((filter[row >> 3] >> (row & 7)) & 1) != 0);
 }

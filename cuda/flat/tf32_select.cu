@@ -37,6 +37,7 @@ using tf32::kList;
 using tf32::kNoRow;
 using tf32::kPending;
 using tf32::QueryLists;
+using tf32::start_bound;
 static_assert(kTf32SelectMaxK == kList, "kTf32SelectMaxK: the best list");
 // A split holds at least this many tiles: each block then amortises its start (the query tile's
 // load, the best lists filling up) over a few tiles.
@@ -147,7 +148,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     *reinterpret_cast<float4*>(xs + q * x_stride + c) = v;
   }
   for (int q = warp; q < kQueries; q += kWarps)
-    lists.reset(q, q0 + q < nq, lane, bounds != nullptr && q0 + q < nq ? bounds[(q0 + q) * bounds_ld] : kInf);
+    lists.reset(q, q0 + q < nq, lane, start_bound(bounds, bounds_ld, q0 + q, nq));
 
   __syncthreads();  // the query tile and the lists are in place
   const int warp_row = warp % (kRows / kWarpRows) * kWarpRows;

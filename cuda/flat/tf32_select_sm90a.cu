@@ -16,6 +16,7 @@ namespace {
 using tf32::allowed;
 using tf32::kPending;
 using tf32::QueryLists;
+using tf32::start_bound;
 
 // Two warpgroups. Each multiplies its 64 queries (the M of the products, held in registers for the
 // block's life) by the block's tile of base rows (the N, in shared memory), 8 values per product.
@@ -175,7 +176,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // group + 8 of them, and values member and member + 4 of each step (the m16n8k8 A fragment).
   const int warp_query = warp * kWarpQueries;
   for (int q = warp_query; q < warp_query + kWarpQueries; ++q)
-    lists.reset(q, q0 + q < nq, lane, bounds != nullptr && q0 + q < nq ? bounds[(q0 + q) * bounds_ld] : kInf);
+    lists.reset(q, q0 + q < nq, lane, start_bound(bounds, bounds_ld, q0 + q, nq));
   __syncwarp();  // the warp's lists are in place before any lane reads another lane's entries
   uint32_t a[kSteps][4];
 #pragma unroll

@@ -47,6 +47,41 @@ struct Results {
   std::vector<int64_t> ids;
 };
 
+// The same ids and, bit for bit, the same distances (k a query); some rows found.
+void expect_identical(const Results& got, const Results& want, int64_t k) {
+  ASSERT_EQ(got.ids.size(), want.ids.size());
+  int64_t found = 0;
+  for (size_t i = 0; i < want.ids.size(); ++i) {
+    ASSERT_EQ(got.ids[i], want.ids[i]) << "query " << i / k << " rank " << i % k;
+    ASSERT_EQ(std::memcmp(&got.distances[i], &want.distances[i], sizeof(float)), 0)
+        << "query " << i / k << " rank " << i % k << ": " << got.distances[i] << " vs " << want.distances[i];
+    found += want.ids[i] >= 0;
+  }
+  EXPECT_GT(found, 0);
+}
+
+// The rows of `host`, in pinned memory when asked (freed with this), else read in place.
+class HostBase {
+ public:
+  HostBase(const std::vector<float>& host, bool pinned) : data_(host.data()) {
+    if (!pinned) return;
+    EXPECT_EQ(cudaMallocHost(&pinned_, host.size() * sizeof(float)), cudaSuccess);
+    if (pinned_ == nullptr) return;
+    std::memcpy(pinned_, host.data(), host.size() * sizeof(float));
+    data_ = pinned_;
+  }
+  ~HostBase() {
+    if (pinned_ != nullptr) cudaFreeHost(pinned_);
+  }
+  HostBase(const HostBase&) = delete;
+  HostBase& operator=(const HostBase&) = delete;
+  const float* data() const { return data_; }
+
+ private:
+  float* pinned_ = nullptr;
+  const float* data_;
+};
+
 Results search(gpu::Resources& resources, const StreamCase& c, const float* base, const float* norms,
                const std::vector<float>& queries, const gpu::RowFilter& filter) {
   Results r{std::vector<float>(size_t(c.nq * c.k), 12345.f), std::vector<int64_t>(size_t(c.nq * c.k), 12345)};
@@ -112,13 +147,7 @@ void run_stream_case(const StreamCase& c, uint32_t seed) {
   const std::vector<float>& queries = in.queries;
   const std::vector<float>& norms = in.norms;
   const gpu::RowFilter& filter = in.filter;
-  float* pinned = nullptr;
-  const float* base_ptr = base.data();
-  if (c.pinned) {
-    QV_ASSERT_CUDA(cudaMallocHost(&pinned, base.size() * sizeof(float)));
-    std::memcpy(pinned, base.data(), base.size() * sizeof(float));
-    base_ptr = pinned;
-  }
+  const HostBase host_base(base, c.pinned);
   const float* norms_ptr = c.host_norms ? norms.data() : nullptr;
 
   gpu::ResourcesOptions whole_options = testing::test_resources_options();
@@ -130,9 +159,8 @@ void run_stream_case(const StreamCase& c, uint32_t seed) {
   stream_options.stream_bytes = c.stream_bytes;
   gpu::ResourcesPtr streamed = gpu::make_resources(stream_options);
 
-  const Results expected = search(*whole, c, base_ptr, norms_ptr, queries, filter);
-  const Results got = search(*streamed, c, base_ptr, norms_ptr, queries, filter);
-  if (pinned != nullptr) cudaFreeHost(pinned);
+  const Results expected = search(*whole, c, host_base.data(), norms_ptr, queries, filter);
+  const Results got = search(*streamed, c, host_base.data(), norms_ptr, queries, filter);
 
   const int64_t base_bytes = c.n * c.dim * int64_t(sizeof(float));
   if (c.expect_streamed) {
@@ -140,12 +168,11 @@ void run_stream_case(const StreamCase& c, uint32_t seed) {
         << "the base was not streamed";
   }
   EXPECT_GE(gpu::memory_stats(*whole).peak_bytes, base_bytes);
-  int64_t found = 0;
   if (c.mode == ComputeMode::fp16) {
     // fp16 streams through float distance tiles, the unstreamed search through 16-bit ones: the
     // candidates may differ where they are nearly tied (k = kc leaves no margin). Both re-rank
     // exactly: the same ids nearly everywhere.
-    int64_t same = 0;
+    int64_t same = 0, found = 0;
     for (int64_t q = 0; q < c.nq; ++q) {
       std::vector<int64_t> a(expected.ids.begin() + q * c.k, expected.ids.begin() + (q + 1) * c.k);
       std::sort(a.begin(), a.end());
@@ -158,13 +185,7 @@ void run_stream_case(const StreamCase& c, uint32_t seed) {
     EXPECT_GT(found, 0);
     return;
   }
-  for (size_t i = 0; i < expected.ids.size(); ++i) {
-    ASSERT_EQ(got.ids[i], expected.ids[i]) << "query " << i / c.k << " rank " << i % c.k;
-    ASSERT_EQ(std::memcmp(&got.distances[i], &expected.distances[i], sizeof(float)), 0)
-        << "query " << i / c.k << " rank " << i % c.k << ": " << got.distances[i] << " vs " << expected.distances[i];
-    found += expected.ids[i] >= 0;
-  }
-  EXPECT_GT(found, 0);
+  expect_identical(got, expected, c.k);
 }
 
 TEST(GpuKnnStream, IdenticalToUnstreamedForEveryK) {
@@ -294,35 +315,19 @@ void run_arriving_case(const ArrivingCase& c, uint32_t seed) {
   gpu::ResourcesPtr resources = gpu::make_resources(options);
 
   const size_t out = size_t(c.nq * c.k);
-  std::vector<float> want_d(out), got_d(out);
-  std::vector<int64_t> want_i(out), got_i(out);
+  Results want{std::vector<float>(out), std::vector<int64_t>(out)}, got = want;
   {
     testing::DeviceArray<float> device_base(base);
     testing::DeviceArray<float> device_norms(c.host_norms ? norms : std::vector<float>(1));
     gpu::knn(*resources, c.metric, device_base.get(), c.host_norms ? device_norms.get() : nullptr, c.n, c.dim,
-             queries.data(), c.nq, c.k, want_d.data(), want_i.data(), filter, c.mode);
+             queries.data(), c.nq, c.k, want.distances.data(), want.ids.data(), filter, c.mode);
   }
   EXPECT_EQ(gpu::last_knn_pass_counts().chunks, 0);
-  float* pinned = nullptr;
-  const float* host_base = base.data();
-  if (c.pinned) {
-    QV_ASSERT_CUDA(cudaMallocHost(&pinned, base.size() * sizeof(float)));
-    std::memcpy(pinned, base.data(), base.size() * sizeof(float));
-    host_base = pinned;
-  }
-  gpu::knn(*resources, c.metric, host_base, c.host_norms ? norms.data() : nullptr, c.n, c.dim, queries.data(), c.nq,
-           c.k, got_d.data(), got_i.data(), filter, c.mode);
-  const gpu::KnnPassCounts counts = gpu::last_knn_pass_counts();
-  if (pinned != nullptr) cudaFreeHost(pinned);
-  EXPECT_GE(counts.chunks, 2) << "the base did not arrive in chunks";
-  int64_t found = 0;
-  for (size_t i = 0; i < out; ++i) {
-    ASSERT_EQ(got_i[i], want_i[i]) << "query " << i / c.k << " rank " << i % c.k;
-    ASSERT_EQ(std::memcmp(&got_d[i], &want_d[i], sizeof(float)), 0)
-        << "query " << i / c.k << " rank " << i % c.k << ": " << got_d[i] << " vs " << want_d[i];
-    found += want_i[i] >= 0;
-  }
-  EXPECT_GT(found, 0);
+  const HostBase host_base(base, c.pinned);
+  gpu::knn(*resources, c.metric, host_base.data(), c.host_norms ? norms.data() : nullptr, c.n, c.dim, queries.data(),
+           c.nq, c.k, got.distances.data(), got.ids.data(), filter, c.mode);
+  EXPECT_GE(gpu::last_knn_pass_counts().chunks, 2) << "the base did not arrive in chunks";
+  expect_identical(got, want, c.k);
 }
 
 TEST(GpuKnnStream, ArrivingChunksGiveTheResidentResults) {
