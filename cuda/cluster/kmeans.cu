@@ -1,7 +1,9 @@
 // k-means on the GPU (gpu.h's kmeans): Lloyd's iterations as the CPU's quiver::kmeans runs them (same
 // seeded sample of the training points, same seeds, same splitting of empty clusters), with the
-// assignment done by the exact search with k = 1 (GEMM + the fused selection, the paper's §6.2) and
-// the centroid update on the device.
+// assignment done by one kernel (GEMM fused with each point's nearest centroid, nearest_centroid.h;
+// the paper's §6.2 with k = 1; the exact search's labels and distances) and the centroid update on the
+// device. The final assignment of points left in host memory by a sample goes through the exact
+// search (k = 1).
 //
 // The update is deterministic: the points are ordered by label (a stable radix sort: within a label,
 // by point), each label's points are cut into chunks of kChunkPoints, one block sums a chunk in
@@ -19,6 +21,7 @@
 #include "cpp/core/error.h"
 #include "cpp/cluster/kmeans_steps.h"
 #include "cpp/core/random.h"
+#include "cuda/cluster/nearest_centroid.h"
 #include "cuda/core/device_scope.h"
 #include "cuda/core/error.h"
 #include "cuda/core/resources.h"
@@ -217,10 +220,19 @@ KmeansResult kmeans(Resources& resources, int64_t dim, int64_t n, const float* x
   std::vector<int64_t> counts;
   std::vector<float> host_centroids;
   const Progress progress(options.progress, "k-means");
+  PoolBuffer<float> centroid_norms(pool, k);
+  PoolBuffer<int32_t> listed(pool, std::max(n, n_train) + 1);
+  // Every point's nearest centroid, for points on the device; on the session's stream 0.
+  auto assign = [&](const float* points, int64_t count, float* nearest, int64_t* label) {
+    cudaStream_t stream = resources.stream(0);
+    launch_row_norms(c_dev.get(), k, dim, centroid_norms.get(), stream);
+    launch_nearest_centroid(points, count, dim, c_dev.get(), centroid_norms.get(), k, nearest, label, listed.get(),
+                            stream);
+  };
   for (int64_t it = 0; it < options.iterations; ++it) {
-    knn(resources, Metric::l2, c_dev.get(), nullptr, k, dim, train, n_train, 1, distances.get(), labels.get());
     Session session(resources);
     cudaStream_t stream = resources.stream(0);
+    assign(train, n_train, distances.get(), labels.get());
     update.run(train, labels.get(), c_dev.get(), &counts);
     if (std::find(counts.begin(), counts.end(), int64_t{0}) != counts.end()) {
       host_centroids.resize(static_cast<size_t>(k * dim));
@@ -238,17 +250,23 @@ KmeansResult kmeans(Resources& resources, int64_t dim, int64_t n, const float* x
   PoolBuffer<float> final_distances(pool, n);
   PoolBuffer<int64_t> final_labels;
   int64_t* labels_out = assignments;
-  if (labels_out == nullptr) {
+  if (labels_out == nullptr || memory_kind(assignments, device) != MemoryKind::device) {
     final_labels = PoolBuffer<int64_t>(pool, n);
     labels_out = final_labels.get();
   }
-  knn(resources, Metric::l2, c_dev.get(), nullptr, k, dim, x, n, 1, final_distances.get(), labels_out);
+  // The training points are every point (x itself or its device copy) unless they are a sample.
+  const float* x_device = x_on_device ? x : n_train == n ? train : nullptr;
+  if (x_device == nullptr)
+    knn(resources, Metric::l2, c_dev.get(), nullptr, k, dim, x, n, 1, final_distances.get(), labels_out);
   std::vector<float> host_distances(static_cast<size_t>(n));
   Session session(resources);
   cudaStream_t stream = resources.stream(0);
+  if (x_device != nullptr) assign(x_device, n, final_distances.get(), labels_out);
   copy_from_device(resources.staging(), device, host_distances.data(), final_distances.get(),
                    size_t(n) * sizeof(float), stream);
   copy_from_device(resources.staging(), device, centroids, c_dev.get(), size_t(k * dim) * sizeof(float), stream);
+  if (assignments != nullptr && labels_out != assignments)
+    copy_from_device(resources.staging(), device, assignments, labels_out, size_t(n) * sizeof(int64_t), stream);
   session.finish();
   KmeansResult result;
   for (float d : host_distances) result.objective += d;

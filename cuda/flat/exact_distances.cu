@@ -7,44 +7,13 @@
 #include "cuda/core/error.h"
 #include "cuda/flat/certify.cuh"
 #include "cuda/flat/compute_modes.h"
+#include "cuda/flat/exact_key.cuh"
 #include "cuda/select/warp_lanes.cuh"
 #include "cuda/select/warp_select.h"
 
 namespace quiver::gpu {
 
 namespace {
-
-// One step of the exact distance (exact_distances.h). No reassociation: each step depends on the last.
-__device__ __forceinline__ float step(bool l2, float a, float b, float acc) {
-  if (l2) {
-    const float t = a - b;
-    return fmaf(t, t, acc);
-  }
-  return fmaf(a, b, acc);
-}
-
-// The exact key of query x against base row `row` (exact_distances.h): the one order of summation,
-// whatever the width of the loads.
-__device__ __forceinline__ float exact_key(const float* base, const float* x, int64_t dim, int32_t row, bool l2,
-                                           bool vec4) {
-  const float* y = base + int64_t(row) * dim;
-  float acc = 0.f;
-  if (vec4) {
-    const float4* x4 = reinterpret_cast<const float4*>(x);
-    const float4* y4 = reinterpret_cast<const float4*>(y);
-    for (int64_t c = 0; c < dim / 4; ++c) {
-      const float4 a = x4[c];
-      const float4 b = __ldg(y4 + c);
-      acc = step(l2, a.x, b.x, acc);
-      acc = step(l2, a.y, b.y, acc);
-      acc = step(l2, a.z, b.z, acc);
-      acc = step(l2, a.w, b.w, acc);
-    }
-  } else {
-    for (int64_t c = 0; c < dim; ++c) acc = step(l2, x[c], __ldg(y + c), acc);
-  }
-  return l2 ? acc : -acc;
-}
 
 constexpr int kRerankThreads = 256;
 // Grid-stride loops: enough blocks to fill any current GPU, few enough to launch cheaply.
@@ -111,7 +80,7 @@ __global__ void __launch_bounds__(kDirectThreads)
 #pragma unroll
       for (int i = 0; i < kPer; ++i)
 #pragma unroll
-        for (int j = 0; j < kPer; ++j) acc[i][j] = step(l2, av[i], bv[j], acc[i][j]);
+        for (int j = 0; j < kPer; ++j) acc[i][j] = exact_step(l2, av[i], bv[j], acc[i][j]);
     };
     // Exactly dim steps per pair (no padded step: it could turn a -0 sum into +0).
     if (d0 + kDepth <= dim) {
