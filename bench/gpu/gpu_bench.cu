@@ -481,13 +481,11 @@ int main(int argc, char** argv) {
         std::snprintf(task, sizeof task, "exact %lldx%lld, %lld queries, k=%lld", (long long)n, (long long)dim,
                       (long long)nq, (long long)k);
         const Timing th = time_it(runs, [&] {
-          gpu::knn(*resources, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, hq.data(),
-                   nq, k, hd.data(), hi.data());
+          gpu::knn(*resources, Metric::l2, *matrix, hq.data(), nq, k, hd.data(), hi.data());
         });
         report(task, "host-to-host", th, nq / th.median_ms * 1e3, "QPS", passes_note());
         const Timing td = time_it(runs, [&] {
-          gpu::knn(*resources, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, dq, nq, k,
-                   dd, di);
+          gpu::knn(*resources, Metric::l2, *matrix, dq, nq, k, dd, di);
         });
         report(task, "device", td, nq / td.median_ms * 1e3, "QPS");
         cudaFree(dd);
@@ -504,7 +502,7 @@ int main(int argc, char** argv) {
           CHECK_CUDA(cudaMalloc(&dd, nq * k * sizeof(float)));
           CHECK_CUDA(cudaMalloc(&di, nq * k * sizeof(int64_t)));
           const Timing t = time_it(runs, [&] {
-            gpu::knn(*other, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, dq, nq, k, dd, di);
+            gpu::knn(*other, Metric::l2, *matrix, dq, nq, k, dd, di);
           });
           char task[96], mode[32];
           std::snprintf(task, sizeof task, "exact %lldx%lld, %lld queries, k=%lld", (long long)n, (long long)dim,
@@ -522,8 +520,8 @@ int main(int argc, char** argv) {
         std::vector<int64_t> hi(size_t(batch * k));
         int64_t next = 0;
         const Timing t = time_it(std::max(runs, 21), [&] {
-          gpu::knn(*resources, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim,
-                   hq.data() + (next % (nq / batch)) * batch * dim, batch, k, hd.data(), hi.data());
+          gpu::knn(*resources, Metric::l2, *matrix, hq.data() + (next % (nq / batch)) * batch * dim, batch, k,
+                   hd.data(), hi.data());
           ++next;
         });
         char task[96];
@@ -604,8 +602,7 @@ int main(int argc, char** argv) {
       std::snprintf(task, sizeof task, "exact %lldx%lld, %lld queries, k=10", (long long)n, (long long)dim,
                     (long long)nq);
       const Timing tk = time_it(runs, [&] {
-        gpu::knn(*resources, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, hq.data(), nq,
-                 k, hd.data(), hi.data());
+        gpu::knn(*resources, Metric::l2, *matrix, hq.data(), nq, k, hd.data(), hi.data());
       });
       report(task, "host-to-host", tk, nq / tk.median_ms * 1e3, "QPS", passes_note());
       // Radii: quantiles of the exact squared distances of the first queries to every row.
@@ -661,8 +658,7 @@ int main(int argc, char** argv) {
         std::vector<float> hd(size_t(nq * k));
         std::vector<int64_t> hi(size_t(nq * k));
         const Timing t = time_it(runs, [&] {
-          gpu::knn(*resources, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, hq.data(),
-                   nq, k, hd.data(), hi.data());
+          gpu::knn(*resources, Metric::l2, *matrix, hq.data(), nq, k, hd.data(), hi.data());
         });
         char task[112], note[160];
         std::snprintf(task, sizeof task, "exact %lldx%lld %s, k=10", (long long)n, (long long)dim,
@@ -690,8 +686,7 @@ int main(int argc, char** argv) {
           CHECK_CUDA(cudaMalloc(&dd, tile * k * sizeof(float)));
           CHECK_CUDA(cudaMalloc(&di, tile * k * sizeof(int64_t)));
           const Timing t = time_it(runs, [&] {
-            gpu::knn(*resources, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim,
-                     gpu::matrix_data(*matrix), tile, k, dd, di);
+            gpu::knn(*resources, Metric::l2, *matrix, gpu::matrix_data(*matrix), tile, k, dd, di);
           });
           char task[112];
           std::snprintf(task, sizeof task, "graph tile %lldx%lld %s, k=%lld", (long long)n, (long long)dim,
@@ -724,8 +719,7 @@ int main(int argc, char** argv) {
                       (long long)nq, (long long)k);
         for (int m = 0; m < 4; ++m) {
           auto search = [&](const float* queries, float* distances, int64_t* ids) {
-            gpu::knn(*resources, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, queries,
-                     nq, k, distances, ids, {}, modes[m]);
+            gpu::knn(*resources, Metric::l2, *matrix, queries, nq, k, distances, ids, {}, modes[m]);
           };
           const Timing th = time_it(runs, [&] { search(hq.data(), hd.data(), hi.data()); });
           if (m == 0) reference = hi;
@@ -758,8 +752,7 @@ int main(int argc, char** argv) {
         CHECK_CUDA(cudaMalloc(&dd, nq * k * sizeof(float)));
         CHECK_CUDA(cudaMalloc(&di, nq * k * sizeof(int64_t)));
         const Timing t = time_it(runs, [&] {
-          gpu::knn(*other, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, dq, nq, k, dd,
-                   di, {}, gpu::ComputeMode::fp16);
+          gpu::knn(*other, Metric::l2, *matrix, dq, nq, k, dd, di, {}, gpu::ComputeMode::fp16);
         });
         char task[96], mode[32];
         std::snprintf(task, sizeof task, "exact %lldx%lld, %lld queries, k=%lld", (long long)n, (long long)dim,
@@ -788,8 +781,7 @@ int main(int argc, char** argv) {
         std::vector<float> hd(size_t(nq * k));
         std::vector<int64_t> hi(size_t(nq * k));
         const Timing t = time_it(runs, [&] {
-          gpu::knn(*resources, Metric::l2, gpu::matrix_data(*m), gpu::matrix_norms(*m), sh.n, sh.dim, hq.data(), nq,
-                   k, hd.data(), hi.data());
+          gpu::knn(*resources, Metric::l2, *m, hq.data(), nq, k, hd.data(), hi.data());
         });
         char task[96];
         std::snprintf(task, sizeof task, "exact %lldx%lld (%s), k=10", (long long)sh.n, (long long)sh.dim, sh.what);
@@ -899,8 +891,7 @@ int main(int argc, char** argv) {
           report(task, mode, t, nq / t.median_ms * 1e3, "QPS", note);
         }
         const Timing tr = time_it(runs, [&] {
-          gpu::knn(*resources, Metric::l2, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, hq.data(),
-                   nq, k, hd.data(), hi.data());
+          gpu::knn(*resources, Metric::l2, *matrix, hq.data(), nq, k, hd.data(), hi.data());
         });
         report(task, "device-resident", tr, nq / tr.median_ms * 1e3, "QPS");
       }

@@ -215,6 +215,10 @@ int64_t tf32_candidate_count(int64_t k);
 void knn(Resources& resources, Metric metric, const float* base, const float* base_norms, int64_t n,
          int64_t dim, const float* queries, int64_t nq, int64_t k, float* distances, int64_t* ids,
          const RowFilter& filter = RowFilter{}, ComputeMode mode = ComputeMode::fp32);
+// The same over an index's stored vectors: their rows and norms, and the statistics of the rows that
+// the fp32 mode's certificate needs, kept with the matrix (otherwise read from the rows every call).
+void knn(Resources& resources, Metric metric, const DeviceMatrix& base, const float* queries, int64_t nq, int64_t k,
+         float* distances, int64_t* ids, const RowFilter& filter = RowFilter{}, ComputeMode mode = ComputeMode::fp32);
 
 // ---- k-means --------------------------------------------------------------------------------------
 

@@ -64,6 +64,10 @@ void knn(Resources&, Metric, const float*, const float*, int64_t, int64_t, const
          float*, int64_t*, const RowFilter&, ComputeMode) {
   no_cuda("GPU exact search");
 }
+void knn(Resources&, Metric, const DeviceMatrix&, const float*, int64_t, int64_t, float*, int64_t*, const RowFilter&,
+         ComputeMode) {
+  no_cuda("GPU exact search");
+}
 
 KmeansResult kmeans(Resources&, int64_t, int64_t, const float*, int64_t, const KmeansOptions&, float*, int64_t*) {
   no_cuda("GPU k-means");

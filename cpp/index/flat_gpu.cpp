@@ -48,22 +48,20 @@ void GpuFlatIndex::do_search(int64_t nq, const float* queries, int64_t k,
   std::vector<uint8_t> row_bits;
   const gpu::RowFilter rows = row_filter(options.filter, ids_, row_bits);
   if (ids_.is_identity()) {
-    gpu::knn(resources, metric(), gpu::matrix_data(*matrix_), gpu::matrix_norms(*matrix_), count(), dim(),
-             queries, nq, k, distances, ids, rows, options.compute_mode);
+    gpu::knn(resources, metric(), *matrix_, queries, nq, k, distances, ids, rows, options.compute_mode);
     return;
   }
   if (!gpu::is_device_pointer(distances) && !gpu::is_device_pointer(ids)) {
     // Row numbers land in the caller's host array and become ids there, on the pool's threads.
-    gpu::knn(resources, metric(), gpu::matrix_data(*matrix_), gpu::matrix_norms(*matrix_), count(), dim(),
-             queries, nq, k, distances, ids, rows, options.compute_mode);
+    gpu::knn(resources, metric(), *matrix_, queries, nq, k, distances, ids, rows, options.compute_mode);
     rows_to_ids(nq * k, ids);
     return;
   }
   // Row numbers come back on the host, become ids, and go where the caller wants them.
   std::vector<float> found_distances(static_cast<size_t>(nq * k));
   std::vector<int64_t> found_rows(static_cast<size_t>(nq * k));
-  gpu::knn(resources, metric(), gpu::matrix_data(*matrix_), gpu::matrix_norms(*matrix_), count(), dim(),
-           queries, nq, k, found_distances.data(), found_rows.data(), rows, options.compute_mode);
+  gpu::knn(resources, metric(), *matrix_, queries, nq, k, found_distances.data(), found_rows.data(), rows,
+           options.compute_mode);
   rows_to_ids(nq * k, found_rows.data());
   const int64_t distance_bytes = nq * k * static_cast<int64_t>(sizeof(float));
   const int64_t id_bytes = nq * k * static_cast<int64_t>(sizeof(int64_t));

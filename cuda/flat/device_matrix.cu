@@ -1,4 +1,5 @@
-// gpu.h's DeviceMatrix: an index's vectors in device memory, with their squared norms.
+// gpu.h's DeviceMatrix: an index's vectors in device memory, with their squared norms and the exact
+// search certificate's statistics of the rows (device_matrix.h).
 #include <algorithm>
 #include <vector>
 
@@ -8,6 +9,8 @@
 #include "cuda/core/error.h"
 #include "cuda/core/fault_injection.h"
 #include "cuda/core/resources.h"
+#include "cuda/flat/certify.h"
+#include "cuda/flat/device_matrix.h"
 #include "cuda/flat/kernels.h"
 
 namespace quiver::gpu {
@@ -16,10 +19,12 @@ namespace quiver::gpu {
 // pool is for the short-lived buffers of calls.
 class DeviceMatrix {
  public:
-  DeviceMatrix(int device, int64_t dim) : device_(device), dim_(dim) {}
+  // The statistics' storage is the caller's (zeroed), owned from here on.
+  DeviceMatrix(int device, int64_t dim, unsigned* stats) : device_(device), dim_(dim), stats_(stats) {}
   ~DeviceMatrix() {
     cudaFree(data_);
     cudaFree(norms_);
+    cudaFree(stats_);
   }
   DeviceMatrix(const DeviceMatrix&) = delete;
   DeviceMatrix& operator=(const DeviceMatrix&) = delete;
@@ -30,6 +35,7 @@ class DeviceMatrix {
   int64_t capacity() const { return capacity_; }
   float* data() const { return data_; }
   float* norms() const { return norms_; }
+  unsigned* stats() const { return stats_; }
   void set_rows(int64_t rows) { rows_ = rows; }
 
   // Replaces the storage with new arrays of `capacity` rows (the caller copies what it keeps).
@@ -48,6 +54,7 @@ class DeviceMatrix {
   int64_t capacity_ = 0;
   float* data_ = nullptr;
   float* norms_ = nullptr;
+  unsigned* stats_ = nullptr;  // kBaseStatsCount: upper bounds over every row appended
 };
 
 namespace {
@@ -91,7 +98,18 @@ void check_matrix(Resources& resources, const DeviceMatrix& matrix) {
 
 DeviceMatrix* matrix_create(Resources& resources, int64_t dim) {
   require(dim >= 1, "dim = ", dim, " is not positive");
-  return new DeviceMatrix(resources.device(), dim);
+  DeviceScope device_scope(resources.device());
+  unsigned* stats = nullptr;
+  QV_CUDA_CHECK(cudaMalloc(&stats, kBaseStatsCount * sizeof(unsigned)));
+  const cudaError_t zeroed = cudaMemset(stats, 0, kBaseStatsCount * sizeof(unsigned));
+  if (zeroed != cudaSuccess) cudaFree(stats);
+  QV_CUDA_CHECK(zeroed);
+  try {
+    return new DeviceMatrix(resources.device(), dim, stats);
+  } catch (...) {
+    cudaFree(stats);
+    throw;
+  }
 }
 
 void matrix_free(DeviceMatrix* matrix) noexcept {
@@ -128,6 +146,8 @@ void matrix_append(Resources& resources, DeviceMatrix& matrix, int64_t n, const 
   float* tail = matrix.data() + rows * dim;
   copy_to_device(resources.staging(), resources.device(), tail, x, size_t(n * dim) * sizeof(float), stream);
   launch_row_norms(tail, n, dim, matrix.norms() + rows, stream);
+  // Maxima: a failure after this leaves bounds over more rows than the matrix holds, still bounds.
+  launch_base_stats(tail, n, dim, matrix.stats(), stream);
   session.finish();
   matrix.set_rows(rows + n);
 }
@@ -187,6 +207,7 @@ int64_t matrix_rows(const DeviceMatrix& matrix) { return matrix.rows(); }
 int64_t matrix_dim(const DeviceMatrix& matrix) { return matrix.dim(); }
 const float* matrix_data(const DeviceMatrix& matrix) { return matrix.rows() > 0 ? matrix.data() : nullptr; }
 const float* matrix_norms(const DeviceMatrix& matrix) { return matrix.rows() > 0 ? matrix.norms() : nullptr; }
+const unsigned* matrix_base_stats(const DeviceMatrix& matrix) { return matrix.stats(); }
 int64_t matrix_device_bytes(const DeviceMatrix& matrix) {
   return matrix.capacity() * (matrix.dim() + 1) * int64_t(sizeof(float));
 }

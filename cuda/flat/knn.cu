@@ -77,6 +77,7 @@
 #include "cuda/core/resources.h"
 #include "cuda/flat/centring.h"
 #include "cuda/flat/certify.h"
+#include "cuda/flat/device_matrix.h"
 #include "cuda/flat/compute_modes.h"
 #include "cuda/flat/exact_distances.h"
 #include "cuda/flat/kernels.h"
@@ -223,6 +224,8 @@ struct Shared {
   // its squared norms; a streamed base's chunks are centred as they arrive.
   bool centred = false;
   PoolBuffer<float> centre, centred_base, centred_norms;
+  // The certificate's statistics of the base's rows, kept with an index's DeviceMatrix, or nullptr.
+  const unsigned* kept_base_stats = nullptr;
 };
 
 // Host bytes to dst: host memory by memcpy, device memory (one output of two may be) by the runtime.
@@ -734,7 +737,12 @@ void Pass::start_streams() {
   cudaStream_t s1 = resources.stream(1);
   QV_CUDA_CHECK(cudaMemsetAsync(base_stats.get(), 0, kBaseStatsCount * sizeof(unsigned), s1));
   launch_query_stats(xc, nq, dim, query_stats.get(), s1);
-  if (!chunked) gather_base_stats(yc, yc_norms, n, s1);
+  if (!chunked && stats_read_rows && !centred && sh.kept_base_stats != nullptr) {
+    QV_CUDA_CHECK(cudaMemcpyAsync(base_stats.get(), sh.kept_base_stats, kBaseStatsCount * sizeof(unsigned),
+                                  cudaMemcpyDeviceToDevice, s1));
+  } else if (!chunked) {
+    gather_base_stats(yc, yc_norms, n, s1);
+  }
   QV_CUDA_CHECK(cudaEventRecord(stats_event(), s1));
   // Stream 0's chunk statistics follow the zeroing.
   if (chunked) QV_CUDA_CHECK(cudaStreamWaitEvent(s0, stats_event(), 0));
@@ -1163,11 +1171,10 @@ std::vector<int64_t> run_subset(Shared& sh, const float* queries, const std::vec
   return still;
 }
 
-}  // namespace
-
-void knn(Resources& resources, Metric metric, const float* base, const float* base_norms, int64_t n,
-         int64_t dim, const float* queries, int64_t nq, int64_t k, float* distances, int64_t* ids,
-         const RowFilter& filter, ComputeMode mode) {
+// gpu.h's knn; kept_base_stats: Shared's.
+void knn_search(Resources& resources, Metric metric, const float* base, const float* base_norms, int64_t n,
+                int64_t dim, const float* queries, int64_t nq, int64_t k, float* distances, int64_t* ids,
+                const RowFilter& filter, ComputeMode mode, const unsigned* kept_base_stats) {
   DeviceScope device_scope(resources.device());  // the context's device, whatever the caller's
   require(is_valid_metric(static_cast<int32_t>(metric)), "metric: ", static_cast<int32_t>(metric),
           " is not L2, inner product or cosine");
@@ -1217,6 +1224,7 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
   sh.l2 = l2;
   sh.base = base;
   sh.base_norms = base_norms;
+  sh.kept_base_stats = kept_base_stats;
   sh.n = n;
   sh.dim = dim;
   sh.filter = filter;
@@ -1258,6 +1266,20 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
   counts.chunks = sh.chunks_searched;
   session.finish();
   pass_counts = counts;
+}
+
+}  // namespace
+
+void knn(Resources& resources, Metric metric, const float* base, const float* base_norms, int64_t n,
+         int64_t dim, const float* queries, int64_t nq, int64_t k, float* distances, int64_t* ids,
+         const RowFilter& filter, ComputeMode mode) {
+  knn_search(resources, metric, base, base_norms, n, dim, queries, nq, k, distances, ids, filter, mode, nullptr);
+}
+
+void knn(Resources& resources, Metric metric, const DeviceMatrix& base, const float* queries, int64_t nq, int64_t k,
+         float* distances, int64_t* ids, const RowFilter& filter, ComputeMode mode) {
+  knn_search(resources, metric, matrix_data(base), matrix_norms(base), matrix_rows(base), matrix_dim(base), queries,
+             nq, k, distances, ids, filter, mode, matrix_base_stats(base));
 }
 
 KnnPassCounts last_knn_pass_counts() { return pass_counts; }

@@ -4,8 +4,8 @@
 // sums, on data where the TF32 certificate holds (uniform, clustered, far from the origin once
 // centred) and where it cannot (huge spreads, near-duplicates below TF32's resolution, exact ties),
 // so that the SGEMM and direct fallbacks run too (checked through knn_passes.h); every metric,
-// k = 1 .. 2048, n < k, filters, host / device / pinned / mixed pointers, a DeviceMatrix, small tiles
-// and a streamed base.
+// k = 1 .. 2048, n < k, filters, host / device / pinned / mixed pointers, a DeviceMatrix (and the
+// certificate statistics it keeps), small tiles and a streamed base.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "cpp/core/error.h"
+#include "cuda/flat/certify.h"
+#include "cuda/flat/device_matrix.h"
 #include "cuda/flat/knn_passes.h"
 #include "gpu_testing.h"
 #include "sanitizer_sizes.h"
@@ -416,6 +418,54 @@ TEST(GpuKnnCertified, AcceptsHostDevicePinnedAndMixedPointers) {
              p.queries.data(), p.nq, k, hd.data(), hi.data());
     expect_exact(p, k, hd, hi);
   }
+}
+
+// The statistics a DeviceMatrix keeps for the certificate are those of its rows (appended in
+// batches), stay upper bounds after removals, and give the searches of an index the exact results.
+TEST(GpuKnnCertified, AMatrixKeepsTheStatisticsOfItsRows) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  const int64_t k = 10;
+  Problem p = uniform(testing::sized(6000, 3000), 64, 300, Metric::l2, 31);
+  for (int64_t i = 0; i < p.dim; ++i) p.base[size_t(17 * p.dim + i)] *= 3.f;  // the largest row
+  auto matrix = gpu::make_matrix(resources, p.dim);
+  const int64_t first = p.n / 3;
+  gpu::matrix_append(resources, *matrix, first, p.base.data());
+  gpu::matrix_append(resources, *matrix, p.n - first, p.base.data() + first * p.dim);
+  auto stats_of = [&](const float* rows, int64_t n) {
+    DeviceArray<unsigned> stats(std::vector<unsigned>(gpu::kBaseStatsCount, 0));
+    testing::TestDeviceScope scope;
+    gpu::launch_base_stats(rows, n, p.dim, stats.get(), nullptr);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    return stats.to_host();
+  };
+  auto kept = [&] {
+    std::vector<unsigned> out(gpu::kBaseStatsCount);
+    EXPECT_EQ(cudaMemcpy(out.data(), gpu::matrix_base_stats(*matrix), sizeof(unsigned) * out.size(),
+                         cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    return out;
+  };
+  EXPECT_EQ(kept(), stats_of(gpu::matrix_data(*matrix), p.n));
+  std::vector<float> hd(size_t(p.nq * k));
+  std::vector<int64_t> hi(size_t(p.nq * k));
+  gpu::knn(resources, p.metric, *matrix, p.queries.data(), p.nq, k, hd.data(), hi.data());
+  EXPECT_EQ(gpu::last_knn_pass_counts().tf32, p.nq);
+  expect_exact(p, k, hd, hi);
+
+  // Without the largest row: bounds above the remaining rows' own statistics, results exact.
+  const std::vector<int64_t> removed = {3, 17, 400};
+  gpu::matrix_remove_rows(resources, *matrix, int64_t(removed.size()), removed.data());
+  Problem rest = p;
+  rest.base.clear();
+  for (int64_t r = 0; r < p.n; ++r)
+    if (std::find(removed.begin(), removed.end(), r) == removed.end())
+      rest.base.insert(rest.base.end(), p.base.begin() + r * p.dim, p.base.begin() + (r + 1) * p.dim);
+  rest.n = p.n - int64_t(removed.size());
+  const std::vector<unsigned> now = kept(), own = stats_of(gpu::matrix_data(*matrix), rest.n);
+  for (int64_t i = 0; i < gpu::kBaseStatsCount; ++i) EXPECT_GE(now[size_t(i)], own[size_t(i)]) << "statistic " << i;
+  gpu::knn(resources, rest.metric, *matrix, rest.queries.data(), rest.nq, k, hd.data(), hi.data());
+  expect_exact(rest, k, hd, hi);
 }
 
 // Many query and base tiles, and a host base streamed in chunks: every pass (TF32, SGEMM, direct)

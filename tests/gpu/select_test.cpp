@@ -187,7 +187,8 @@ TEST(GpuSelect, EveryPlanGivesTheSameResult) {
   QV_REQUIRE_GPU();
   uint32_t seed = 400;
   for (int sm : {1, 4096}) {
-    for (const Shape& s : {Shape{3, 20000, 100}, Shape{40, 9000, 1000}, Shape{1, 70000, 2048}, Shape{500, 300, 10}}) {
+    for (const Shape& s : {Shape{3, 20000, 100}, Shape{40, 9000, 1000}, Shape{1, 70000, 2048}, Shape{500, 300, 10},
+                           Shape{1, 300001, 26}}) {
       Options o;
       o.sm_count = sm;
       o.ties = true;
