@@ -56,7 +56,7 @@ __device__ __forceinline__ void load_matrices(uint32_t (&r)[4], const float* p) 
                : "r"(shared_address(p)));
 }
 
-// range_kernels.cu's exact_value (vec4 path), bit for bit: the one order of summation.
+// exact_key.cuh's value (vec4 path; range_kernels.cu's exact_value), bit for bit: the one order of summation.
 __device__ __forceinline__ float exact_value(const float* x, const float* y, int dim, bool l2) {
   float acc = 0.f;
   auto step = [&](float a, float b) {

@@ -7,6 +7,7 @@
 
 #include "cuda/core/error.h"
 #include "cuda/flat/certify.cuh"
+#include "cuda/flat/exact_key.cuh"
 #include "cuda/select/warp_lanes.cuh"
 
 namespace quiver::gpu {
@@ -82,33 +83,11 @@ constexpr int kChunk = kThreads * 4 * kLoads;
 constexpr int kBlocksPerSm = 6;
 constexpr int kRounds = 4;
 
-// The exact value of exact_distances.h, bit for bit its exact_key's (L2: the squared distance;
-// similarities: the product, not negated): the one order of summation, whatever the load width.
+// The exact value of exact_distances.h (L2: the squared distance; similarities: the product, not
+// negated), bit for bit its exact_key's.
 __device__ __forceinline__ float exact_value(const float* x, const float* y, int64_t dim, bool l2, bool vec4) {
-  float acc = 0.f;
-  auto step = [&](float a, float b) {
-    if (l2) {
-      const float t = a - b;
-      acc = fmaf(t, t, acc);
-    } else {
-      acc = fmaf(a, b, acc);
-    }
-  };
-  if (vec4) {
-    const float4* x4 = reinterpret_cast<const float4*>(x);
-    const float4* y4 = reinterpret_cast<const float4*>(y);
-    for (int64_t c = 0; c < dim / 4; ++c) {
-      const float4 a = x4[c];
-      const float4 b = __ldg(y4 + c);
-      step(a.x, b.x);
-      step(a.y, b.y);
-      step(a.z, b.z);
-      step(a.w, b.w);
-    }
-  } else {
-    for (int64_t c = 0; c < dim; ++c) step(x[c], __ldg(y + c));
-  }
-  return acc;
+  const float key = exact_key(y, x, dim, 0, l2, vec4);
+  return l2 ? key : -key;
 }
 
 __device__ __forceinline__ bool row_allowed(const uint8_t* bits, int64_t nbits, int64_t row) {
