@@ -16,7 +16,8 @@
 // and on the largest |c|. The exact key of a pair errs by at most (d + 2) u of the distance
 // (exact_distances.h). With U = X^2 + best + E (above the best centroid's real distance) and
 // L = |x|^2 (1 - g_d) + second - E (below every other centroid's), L (1 - (d + 2) u) > U (1 + (d + 2) u)
-// makes the best centroid's exact key the smallest, alone.
+// makes the best centroid's exact key the smallest, alone (E and both sides also take an absolute
+// (d + 2) 2^-146 for underflow).
 //
 // Why not the exact search with k = 1: against a base of a thousand centroids its selection draws
 // 17 candidates of each point from a written tile and certifies them (11.4 ms for 1M x 128 points
@@ -45,6 +46,7 @@ constexpr int kResolveWarps = 8;  // the second kernel: a warp a listed point
 constexpr double kUnit = 0x1p-24;
 constexpr double kSlack = 0x1p-20;         // relative, on every quantity of the bound
 constexpr double kMaxMagnitude = 0x1p120;  // beyond, float keys may overflow: not certified
+constexpr double kUnderflow = 0x1p-146;    // a generous absolute error of one float operation near 0
 
 __device__ inline double gamma(int64_t m) { return double(m) * kUnit / (1 - double(m) * kUnit); }
 
@@ -52,8 +54,10 @@ __device__ inline double gamma(int64_t m) { return double(m) * kUnit / (1 - doub
 // best / second its two smallest keys, max_c2 the centroids' largest float norm.
 __device__ inline bool certified(int64_t dim, double x2, double best, double second, double max_c2) {
   const double g = gamma(dim), x2_high = x2 * (1 + g) * (1 + kSlack), c2_high = max_c2 * (1 + g) * (1 + kSlack);
-  const double error = gamma(dim + 2) * (2 * sqrt(x2_high) * sqrt(c2_high) + c2_high) * (1 + kSlack);
-  const double high = x2_high + best + error, low = x2 * (1 - g) + second - error;
+  // Underflow adds an absolute error a step, to the GEMM form and to the exact keys alike.
+  const double absolute = double(dim + 2) * kUnderflow;
+  const double error = gamma(dim + 2) * (2 * sqrt(x2_high) * sqrt(c2_high) + c2_high) * (1 + kSlack) + absolute;
+  const double high = x2_high + best + error + absolute, low = x2 * (1 - g) + second - error - absolute;
   const double rerank = double(dim + 2) * kUnit * (1 + kSlack);
   if (!(high < kMaxMagnitude) || !(fabs(low) < kMaxMagnitude) || !(c2_high < kMaxMagnitude)) return false;
   return low * (1 - rerank) > high * (1 + rerank) * (1 + kSlack);

@@ -77,8 +77,8 @@
 #include "cuda/core/resources.h"
 #include "cuda/flat/centring.h"
 #include "cuda/flat/certify.h"
-#include "cuda/flat/device_matrix.h"
 #include "cuda/flat/compute_modes.h"
+#include "cuda/flat/device_matrix.h"
 #include "cuda/flat/exact_distances.h"
 #include "cuda/flat/kernels.h"
 #include "cuda/flat/knn_passes.h"
@@ -728,8 +728,9 @@ void Pass::allocate_results() {
 }
 
 // Stream 1 starts after the inputs are ready. The certificate's statistics: a resident base's on
-// stream 1, beside the first tile (stream 0), off the critical path of small searches; a base searched
-// in chunks with each chunk (stream 0).
+// stream 1, beside the first tile (stream 0), off the critical path of small searches (copied from
+// those an index's DeviceMatrix keeps, where the pass reads uncentred rows: a small batch's search
+// then reads the base once); a base searched in chunks with each chunk (stream 0).
 void Pass::start_streams() {
   QV_CUDA_CHECK(cudaEventRecord(inputs_event(), s0));
   QV_CUDA_CHECK(cudaStreamWaitEvent(resources.stream(1), inputs_event(), 0));
