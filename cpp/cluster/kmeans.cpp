@@ -16,10 +16,6 @@ namespace quiver {
 
 namespace {
 
-// Points are summed in this many fixed slices, each by one task, and the slices added in order: the
-// sums are then identical for every thread count.
-constexpr int64_t kUpdateSlices = 64;
-
 // Nearest centroid of each point, with its exact squared distance.
 void assign(ThreadPool& pool, int64_t dim, int64_t n, const float* x, int64_t k,
             const float* centroids, int64_t* labels, float* distances) {
@@ -61,8 +57,7 @@ KmeansResult kmeans(ThreadPool& pool, int64_t dim, int64_t n, const float* x, in
   const Progress progress(options.progress, "k-means");
   for (int64_t it = 0; it < options.iterations; ++it) {
     assign(pool, dim, n_train, train, k, centroids, labels.data(), distances.data());
-    std::vector<int64_t> counts =
-        update_centroids(pool, dim, n_train, train, k, labels.data(), kUpdateSlices, centroids);
+    std::vector<int64_t> counts = update_centroids(pool, dim, n_train, train, k, labels.data(), centroids);
     split_empty(dim, k, counts, centroids, random);
     progress.report(double(it + 1) / double(options.iterations));
   }

@@ -50,34 +50,30 @@ void split_empty(int64_t dim, int64_t k, std::vector<int64_t>& counts, float* ce
 
 template <typename Label>
 std::vector<int64_t> update_centroids(ThreadPool& pool, int64_t dim, int64_t n, const float* x, int64_t k,
-                                      const Label* labels, int64_t slices, float* centroids) {
-  slices = std::min(slices, std::max<int64_t>(1, n));
-  std::vector<double> sums(static_cast<size_t>(slices * k * dim), 0.0);
-  std::vector<int64_t> counts(static_cast<size_t>(slices * k), 0);
-  pool.parallel_for(slices, [&](int64_t s) {
-    double* sum = &sums[s * k * dim];
-    for (int64_t i = n * s / slices; i < n * (s + 1) / slices; ++i) {
-      const int64_t c = labels[i];
-      ++counts[s * k + c];
-      for (int64_t d = 0; d < dim; ++d) sum[c * dim + d] += x[i * dim + d];
-    }
-  });
+                                      const Label* labels, float* centroids) {
+  // The points by label (a counting sort: within a label, by index).
   std::vector<int64_t> total(static_cast<size_t>(k), 0);
+  for (int64_t i = 0; i < n; ++i) ++total[labels[i]];
+  std::vector<int64_t> first(static_cast<size_t>(k + 1), 0);
+  for (int64_t c = 0; c < k; ++c) first[c + 1] = first[c] + total[c];
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::vector<int64_t> cursor(first.begin(), first.end() - 1);
+  for (int64_t i = 0; i < n; ++i) order[cursor[labels[i]]++] = i;
   pool.parallel_for(k, [&](int64_t c) {
-    std::vector<double> mean(static_cast<size_t>(dim), 0.0);
-    for (int64_t s = 0; s < slices; ++s) {
-      total[c] += counts[s * k + c];
-      for (int64_t d = 0; d < dim; ++d) mean[d] += sums[(s * k + c) * dim + d];
-    }
     if (total[c] == 0) return;
-    for (int64_t d = 0; d < dim; ++d) centroids[c * dim + d] = static_cast<float>(mean[d] / total[c]);
+    std::vector<double> sum(static_cast<size_t>(dim), 0.0);
+    for (int64_t j = first[c]; j < first[c + 1]; ++j) {
+      const float* point = x + order[j] * dim;
+      for (int64_t d = 0; d < dim; ++d) sum[d] += point[d];
+    }
+    for (int64_t d = 0; d < dim; ++d) centroids[c * dim + d] = static_cast<float>(sum[d] / total[c]);
   });
   return total;
 }
 
 template std::vector<int64_t> update_centroids<int64_t>(ThreadPool&, int64_t, int64_t, const float*, int64_t,
-                                                        const int64_t*, int64_t, float*);
+                                                        const int64_t*, float*);
 template std::vector<int64_t> update_centroids<uint8_t>(ThreadPool&, int64_t, int64_t, const float*, int64_t,
-                                                        const uint8_t*, int64_t, float*);
+                                                        const uint8_t*, float*);
 
 }  // namespace quiver

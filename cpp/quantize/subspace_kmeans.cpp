@@ -16,8 +16,6 @@ namespace {
 
 // Points per assignment task.
 constexpr int64_t kAssignBlock = 1024;
-// Points are summed in this many fixed slices (update_centroids, cluster/kmeans_steps.h).
-constexpr int64_t kUpdateSlices = 16;
 
 }  // namespace
 
@@ -39,7 +37,7 @@ void subspace_kmeans(ThreadPool& pool, int64_t dim, int64_t n, const float* x, c
       assign(x + begin * dim, dim, rows, dim, transposed.data(), &labels[begin], 1);
     });
 
-    std::vector<int64_t> counts = update_centroids(pool, dim, n, x, k, labels.data(), kUpdateSlices, centroids);
+    std::vector<int64_t> counts = update_centroids(pool, dim, n, x, k, labels.data(), centroids);
     split_empty(dim, k, counts, centroids, random);
   }
 }
