@@ -27,7 +27,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "graph"))
-from graph_vs_hnswlib import FASHION, QV_DEVICE_CPU, ContextOptions, read_idx, read_vecs  # noqa: E402
+from graph_vs_hnswlib import FASHION, Quiver, read_idx, read_vecs  # noqa: E402
 
 POINTS_PER_CENTROID = 256  # both libraries' default sample rule
 
@@ -38,25 +38,12 @@ class KmeansParams(ctypes.Structure):
                 ("user_data", ctypes.c_void_p)]
 
 
-class QuiverKmeans:
+class QuiverKmeans(Quiver):
+    """graph_vs_hnswlib's CPU context with `threads`, and qv_kmeans on it."""
+
     def __init__(self, lib_path, threads):
-        self.lib = ctypes.CDLL(lib_path)
-        self.lib.qv_last_error_message.restype = ctypes.c_char_p
-        self.lib.qv_version_string.restype = ctypes.c_char_p
-        for init in (self.lib.qv_context_options_init_sized, self.lib.qv_kmeans_params_init_sized):
-            init.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-        opts = ContextOptions()
-        self.check(self.lib.qv_context_options_init_sized(ctypes.byref(opts), ctypes.sizeof(opts)), "context options")
-        opts.device, opts.cpu_threads = QV_DEVICE_CPU, threads
-        self.ctx = ctypes.c_void_p()
-        self.check(self.lib.qv_context_create(ctypes.byref(opts), ctypes.byref(self.ctx)), "qv_context_create")
-
-    def check(self, status, what):
-        if status != 0:
-            sys.exit(f"{what}: status {status}: {self.lib.qv_last_error_message().decode()}")
-
-    def version(self):
-        return self.lib.qv_version_string().decode()
+        super().__init__(lib_path, threads)
+        self.lib.qv_kmeans_params_init_sized.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 
     def train(self, x, k, iterations, seed):
         params = KmeansParams()

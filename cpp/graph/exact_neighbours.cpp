@@ -40,8 +40,12 @@ const float* ExactNeighbours::rows() const { return device_copy_ ? gpu::matrix_d
 
 void ExactNeighbours::search(int64_t nq, const float* queries, int64_t k, float* distances, int64_t* ids) {
   if (context_.device() == DeviceKind::cuda) {
-    const float* norms = device_copy_ && metric_ == Metric::l2 ? gpu::matrix_norms(*device_copy_) : nullptr;
-    gpu::knn(context_.gpu(), metric_, rows(), norms, n_, dim_, queries, nq, k, distances, ids);
+    // The device copy's search reads the norms and certificate statistics kept with it.
+    if (device_copy_) {
+      gpu::knn(context_.gpu(), metric_, *device_copy_, queries, nq, k, distances, ids);
+    } else {
+      gpu::knn(context_.gpu(), metric_, data_.data, nullptr, n_, dim_, queries, nq, k, distances, ids);
+    }
     return;
   }
   const Queries q{queries, nq};

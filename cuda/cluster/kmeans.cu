@@ -221,7 +221,7 @@ KmeansResult kmeans(Resources& resources, int64_t dim, int64_t n, const float* x
   std::vector<float> host_centroids;
   const Progress progress(options.progress, "k-means");
   PoolBuffer<float> centroid_norms(pool, k);
-  PoolBuffer<int32_t> listed(pool, std::max(n, n_train) + 1);
+  PoolBuffer<int32_t> listed(pool, n + 1);  // n_train <= n
   // Every point's nearest centroid, for points on the device; on the session's stream 0.
   auto assign = [&](const float* points, int64_t count, float* nearest, int64_t* label) {
     cudaStream_t stream = resources.stream(0);
