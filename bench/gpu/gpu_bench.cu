@@ -30,6 +30,7 @@
 #include "cuda/flat/kernels.h"
 #include "cuda/flat/certify.h"
 #include "cuda/flat/compute_modes.h"
+#include "cuda/flat/gemv_select.h"
 #include "cuda/flat/knn_passes.h"
 #include "cuda/flat/range_search.h"
 #include "cuda/select/select.h"
@@ -195,9 +196,9 @@ Timing time_it(int runs, const std::function<void()>& f) {
 // How the last fp32 knn call answered its queries (cuda/flat/knn_passes.h).
 std::string passes_note() {
   const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
-  char note[96];
-  std::snprintf(note, sizeof note, "fp32 passes: tf32 %lld, sgemm %lld, direct %lld%s", (long long)c.tf32,
-                (long long)c.sgemm, (long long)c.direct,
+  char note[128];
+  std::snprintf(note, sizeof note, "fp32 passes: tf32 %lld, sgemm %lld (gemv %lld), direct %lld%s", (long long)c.tf32,
+                (long long)c.sgemm, (long long)c.gemv, (long long)c.direct,
                 c.chunks > 0 ? (", " + std::to_string(c.chunks) + " chunks").c_str() : "");
   return note;
 }
@@ -513,21 +514,56 @@ int main(int argc, char** argv) {
           cudaFree(di);
         }
       }
-      // Latency: batches of 1 and 100 queries, host to host, k = 10.
-      for (int64_t batch : {int64_t(1), int64_t(100)}) {
-        const int64_t k = 10;
-        std::vector<float> hd(size_t(batch * k));
-        std::vector<int64_t> hi(size_t(batch * k));
-        int64_t next = 0;
+      // Latency: batches of 1, 8 and 100 queries, host to host, k = 10. Batches of up to
+      // kGemvSelectMaxQueries run the GEMV pass (cuda/flat/gemv_select.h); they are timed again with
+      // the SGEMM tiles it replaces ("tiles"), the baseline, in the same run.
+      for (int64_t batch : {int64_t(1), int64_t(8), int64_t(100)}) {
+        for (bool gemv : {true, false}) {
+          if (!gemv && batch > gpu::kGemvSelectMaxQueries) continue;
+          const int64_t k = 10;
+          std::vector<float> hd(size_t(batch * k));
+          std::vector<int64_t> hi(size_t(batch * k));
+          int64_t next = 0;
+          gpu::set_gemv_select_enabled(gemv);
+          const Timing t = time_it(std::max(runs, 21), [&] {
+            gpu::knn(*resources, Metric::l2, *matrix, hq.data() + (next % (nq / batch)) * batch * dim, batch, k,
+                     hd.data(), hi.data());
+            ++next;
+          });
+          gpu::set_gemv_select_enabled(true);
+          char task[96];
+          std::snprintf(task, sizeof task, "exact %lldx%lld latency, batch %lld, k=10%s", (long long)n,
+                        (long long)dim, (long long)batch, gemv ? "" : ", tiles");
+          report(task, "host-to-host", t, batch / t.median_ms * 1e3, "QPS", passes_note());
+        }
+      }
+      // The GEMV pass's two kernels alone (device resident, k = 10's candidates): the base's bytes
+      // over the time, against the copy rate of the ceilings.
+      for (int64_t batch : {int64_t(1), int64_t(8)}) {
+        const int64_t kc = gpu::certified_candidate_count(10);
+        const int64_t blocks = gpu::gemv_select_blocks(resources->limits(), batch, n, dim, kc);
+        float* block_keys = nullptr;
+        int32_t* block_rows = nullptr;
+        float* keys = nullptr;
+        int32_t* rows_out = nullptr;
+        CHECK_CUDA(cudaMalloc(&block_keys, batch * blocks * kc * sizeof(float)));
+        CHECK_CUDA(cudaMalloc(&block_rows, batch * blocks * kc * sizeof(int32_t)));
+        CHECK_CUDA(cudaMalloc(&keys, batch * kc * sizeof(float)));
+        CHECK_CUDA(cudaMalloc(&rows_out, batch * kc * sizeof(int32_t)));
         const Timing t = time_it(std::max(runs, 21), [&] {
-          gpu::knn(*resources, Metric::l2, *matrix, hq.data() + (next % (nq / batch)) * batch * dim, batch, k,
-                   hd.data(), hi.data());
-          ++next;
+          gpu::launch_gemv_select(resources->limits(), dq, batch, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix),
+                                  n, dim, kc, nullptr, 0, blocks, block_keys, block_rows, keys, rows_out,
+                                  gpu::matrix_data(*matrix), 0);
         });
-        char task[96];
-        std::snprintf(task, sizeof task, "exact %lldx%lld latency, batch %lld, k=10", (long long)n, (long long)dim,
-                      (long long)batch);
-        report(task, "host-to-host", t, batch / t.median_ms * 1e3, "QPS", passes_note());
+        char task[96], note[64];
+        std::snprintf(task, sizeof task, "  batch %lld: GEMV + selection kernels, %lld of %lld", (long long)batch,
+                      (long long)kc, (long long)n);
+        std::snprintf(note, sizeof note, "%lld blocks", (long long)blocks);
+        report(task, "device", t, double(n) * dim * sizeof(float) / t.median_ms / 1e6, "GB/s", note);
+        cudaFree(block_keys);
+        cudaFree(block_rows);
+        cudaFree(keys);
+        cudaFree(rows_out);
       }
       // Where a batch of 100 goes (device resident, each step alone): the fp32 mode's TF32 pass
       // GEMM (SGEMM beside it), its selection of certified_candidate_count(10), the base statistics.
@@ -598,7 +634,7 @@ int main(int argc, char** argv) {
       const int64_t k = 10;
       std::vector<float> hd(size_t(nq * k));
       std::vector<int64_t> hi(size_t(nq * k));
-      char task[112], note[192];
+      char task[112], note[256];
       std::snprintf(task, sizeof task, "exact %lldx%lld, %lld queries, k=10", (long long)n, (long long)dim,
                     (long long)nq);
       const Timing tk = time_it(runs, [&] {
@@ -631,10 +667,12 @@ int main(int argc, char** argv) {
           const gpu::RangeCallStats stats = gpu::last_range_call_stats();
           std::snprintf(task, sizeof task, "range %lldx%lld, %lld queries, %g%% (r=%.4g)%s", (long long)n,
                         (long long)dim, (long long)nq, share * 100, radius, fused ? "" : ", tiles");
-          std::snprintf(note, sizeof note, "%.1f hits/query, %.2fx knn k=10, %s, %lld searches, %lld overflows",
+          std::snprintf(note, sizeof note,
+                        "%.1f hits/query, %.2fx knn k=10, %s, %lld searches, %lld overflows; last run: host waited "
+                        "%.1f ms for searches, wrote results %.1f ms",
                         double(found) / double(nq), tr.median_ms / tk.median_ms,
                         stats.fused ? "tf32 fused" : stats.tf32 ? "tf32 tiles" : "sgemm", (long long)stats.searches,
-                        (long long)stats.overflows);
+                        (long long)stats.overflows, stats.wait_ms, stats.results_ms);
           report(task, "host-to-host", tr, nq / tr.median_ms * 1e3, "QPS", note);
         }
       }

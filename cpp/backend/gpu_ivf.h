@@ -16,6 +16,7 @@
 
 #include "cpp/backend/gpu.h"
 #include "cpp/core/compute_mode.h"
+#include "cpp/core/result_memory.h"
 #include "cpp/core/metric.h"
 
 namespace quiver::gpu {
@@ -116,8 +117,8 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
 // their distances, closest first (L2: ascending; inner product: descending), ties to the smaller id.
 struct IvfRangeHits {
   std::vector<int64_t> lims;  // nq + 1
-  std::vector<int64_t> ids;
-  std::vector<float> distances;
+  ResultVector<int64_t> ids;
+  ResultVector<float> distances;
 };
 
 // Every entry of the nprobe closest lists of each of nq queries (nq x dim, host or device; caller

@@ -18,6 +18,7 @@
 
 #include "cpp/backend/gpu.h"
 #include "cpp/core/metric.h"
+#include "cpp/core/result_memory.h"
 #include "cpp/metric/objects.h"
 
 namespace quiver::gpu {
@@ -72,8 +73,8 @@ int64_t metric_device_bytes(const MetricDevice& device);
 // distances, sorted by (distance, row). Host memory.
 struct MetricHits {
   std::vector<int64_t> lims;
-  std::vector<int64_t> rows;
-  std::vector<float> distances;
+  ResultVector<int64_t> rows;
+  ResultVector<float> distances;
   std::vector<int64_t> evaluations;  // per query: distances computed (centres, pivots, objects)
 };
 

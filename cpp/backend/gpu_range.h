@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cpp/backend/gpu.h"
+#include "cpp/core/result_memory.h"
 #include "cpp/core/metric.h"
 
 namespace quiver::gpu {
@@ -32,8 +33,8 @@ namespace quiver::gpu {
 // Host memory.
 struct RangeHits {
   std::vector<int64_t> lims;  // nq + 1
-  std::vector<int64_t> rows;
-  std::vector<float> distances;
+  ResultVector<int64_t> rows;
+  ResultVector<float> distances;
 };
 
 // Every row within `radius` of each of nq queries.

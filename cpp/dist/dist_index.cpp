@@ -25,9 +25,9 @@ std::string shard_path(const std::string& prefix, int rank, int size) {
   return prefix + "." + std::to_string(rank) + "-of-" + std::to_string(size) + ".qvi";
 }
 
-template <typename T>
-std::vector<T> as_values(const std::vector<uint8_t>& bytes, size_t offset, size_t count) {
-  std::vector<T> out(count);
+template <typename T, typename Vector = std::vector<T>>
+Vector as_values(const std::vector<uint8_t>& bytes, size_t offset, size_t count) {
+  Vector out(count);
   if (count > 0) std::memcpy(out.data(), bytes.data() + offset, count * sizeof(T));
   return out;
 }
@@ -306,8 +306,8 @@ RangeResult DistIndex::range_search(int64_t nq, const float* queries, float radi
     parts[r].lims.assign(1, 0);
     for (int64_t q = 0; q < nq; ++q) parts[r].lims.push_back(parts[r].lims.back() + per_query[q]);
     const size_t found = static_cast<size_t>(parts[r].lims.back());
-    parts[r].ids = as_values<int64_t>(all_ids, id_offset, found);
-    parts[r].distances = as_values<float>(all_distances, distance_offset, found);
+    parts[r].ids = as_values<int64_t, ResultVector<int64_t>>(all_ids, id_offset, found);
+    parts[r].distances = as_values<float, ResultVector<float>>(all_distances, distance_offset, found);
     id_offset += found * sizeof(int64_t);
     distance_offset += found * sizeof(float);
   }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cpp/core/result_memory.h"
 #include "cpp/exact/database.h"
 
 namespace quiver {
@@ -14,8 +15,8 @@ class ThreadPool;
 // Results in CSR form (see qv_range_result_t).
 struct RangeResult {
   std::vector<int64_t> lims;  // nq + 1 offsets
-  std::vector<int64_t> ids;
-  std::vector<float> distances;
+  ResultVector<int64_t> ids;  // result_memory.h: kept for the next result once freed
+  ResultVector<float> distances;
 };
 
 // L2: every vector with squared distance <= radius; inner product / cosine: similarity >= radius.

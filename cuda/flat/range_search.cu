@@ -29,6 +29,7 @@
 // origin, tiny radii): candidates within the bound are checked exactly, so a wide bound costs time,
 // never results.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <deque>
@@ -48,7 +49,6 @@
 #include "cuda/flat/kernels.h"
 #include "cuda/flat/range_fused.h"
 #include "cuda/flat/range_kernels.h"
-#include "cuda/flat/range_prefault.h"
 #include "cuda/flat/range_search.h"
 #include "cuda/flat/range_sort.h"
 
@@ -86,6 +86,10 @@ static_assert(kDoneEvent + 1 < Resources::kEvents, "Resources::kEvents");
 thread_local RangeCallStats call_stats;
 thread_local int64_t hit_limit = 0, sort_limit = 0;  // set_range_buffer_limits_for_testing
 thread_local bool fused_allowed = true;                 // set_range_fused_for_testing
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
@@ -240,28 +244,14 @@ RangeHits range_search(Resources& resources, Metric metric, const float* base, c
 
   RangeHits out;
   out.lims.assign(size_t(nq + 1), 0);
-  // The results' capacity beyond their size is faulted in while the search goes on (joined before
-  // any reallocation, and before `out` goes). Capacity grows by half at least: a reallocation
-  // copies the results so far, into pages faulted in first (on several threads) since a copy into
-  // fresh pages runs at the speed of a fault per page.
-  RangePrefault prefault;
+  // Room for `count` results, grown by half at least so that the results so far are copied few
+  // times. The vectors' memory is result_memory.h's: a block the last search's results freed is
+  // taken again, already faulted in, and resize leaves the entries to the copies below.
   auto reserve_results = [&](size_t count) {
     if (out.rows.capacity() >= count) return;
     count = std::max(count, out.rows.capacity() + out.rows.capacity() / 2);
-    prefault.join();
-    const size_t size = out.rows.size();
-    std::vector<int64_t> rows;
-    std::vector<float> distances;
-    rows.reserve(count);
-    distances.reserve(count);
-    prefault.start({{rows.data(), size * sizeof(int64_t)}, {distances.data(), size * sizeof(float)}});
-    prefault.join();
-    rows.insert(rows.end(), out.rows.begin(), out.rows.end());
-    distances.insert(distances.end(), out.distances.begin(), out.distances.end());
-    out.rows.swap(rows);
-    out.distances.swap(distances);
-    prefault.start({{out.rows.data() + size, (out.rows.capacity() - size) * sizeof(int64_t)},
-                    {out.distances.data() + size, (out.distances.capacity() - size) * sizeof(float)}});
+    out.rows.reserve(count);
+    out.distances.reserve(count);
   };
   const bool l2 = metric == Metric::l2;
   // Squared distances are never negative: nothing to find.
@@ -512,6 +502,7 @@ RangeHits range_search(Resources& resources, Metric metric, const float* base, c
         int64_t* rows_device = reinterpret_cast<int64_t*>(sort.in.get());  // the sort's input is free
         launch_range_decode(sort.out.get(), items, l2, rows_device, sort.distances.get(), sc);
         begin_next();
+        const auto copy_start = std::chrono::steady_clock::now();
         reserve_results(size_t(results + items));
         out.rows.resize(size_t(results + items));
         out.distances.resize(size_t(results + items));
@@ -519,6 +510,7 @@ RangeHits range_search(Resources& resources, Metric metric, const float* base, c
         copy_from_device(staging, device, out.distances.data() + results, sort.distances.get(),
                          size_t(items) * sizeof(float), sc);
         results += items;
+        call_stats.results_ms += ms_since(copy_start);
         ++call_stats.sorts;
       }
       qa = qb;
@@ -540,7 +532,9 @@ RangeHits range_search(Resources& resources, Metric metric, const float* base, c
     QV_CUDA_CHECK(cudaStreamWaitEvent(sc, resources.event(kDoneEvent), 0));
     QV_CUDA_CHECK(cudaStreamWaitEvent(sc, resources.event(kDoneEvent + 1), 0));
     tally.resize(size_t(1 + b.rows));
+    const auto wait_start = std::chrono::steady_clock::now();
     copy_from_device(staging, device, tally.data(), h.tally.get(), tally.size() * sizeof(unsigned long long), sc);
+    call_stats.wait_ms += ms_since(wait_start);
     const int64_t total = static_cast<int64_t>(tally[0]);
     if (max_results > 0) {
       for (int64_t r = 0; r < b.rows; ++r)

@@ -13,6 +13,9 @@ struct RangeCallStats {
   int64_t overflows = 0;      // searches whose hits did not fit the hit buffer (searched again)
   int64_t sorts = 0;          // parts sorted and copied to the host (one per block with hits, unless split)
   int64_t hit_capacity = 0;   // entries of the larger hit buffer at the end
+  // Host wall time, milliseconds: waiting for blocks' searches to end (their counts), and writing
+  // the results into host memory (growing the vectors and the copies out of the device).
+  double wait_ms = 0, results_ms = 0;
 };
 
 // Zeros for calls that returned before searching (nq = 0, n = 0, negative L2 radius, errors).
