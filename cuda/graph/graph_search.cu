@@ -40,6 +40,7 @@
 #include "cuda/core/error.h"
 #include "cuda/core/resources.h"
 #include "cuda/graph/graph_device.h"
+#include "cuda/graph/layer_scan.h"
 
 namespace quiver::gpu {
 
@@ -1027,7 +1028,13 @@ void run_search(Resources& resources, const GraphDevice& graph, int64_t nq, cons
   }
   PoolBuffer<float> layer_keys;
   PoolBuffer<int64_t> starts;
-  if (graph.layer) {
+  if (graph.layer && graph.layer->codes.size() == 0 && nq * graph.dim <= kMaxLayerScanQueryFloats &&
+      graph.layer_starts <= kMaxLayerScanStarts) {
+    starts = PoolBuffer<int64_t>(pool, nq * graph.layer_starts);
+    scan_layer(*graph.layer, graph.layer_starts, nq, q_dev.get(), starts.get(), pool, stream);
+    a.query_entries = starts.get();
+    a.query_entry_count = int(graph.layer_starts);
+  } else if (graph.layer) {
     walk_layer(resources, graph, options, nq, q_dev.get(), layer_keys, starts);
     a.query_entries = starts.get();
     a.query_entry_count = int(graph.layer_starts);
