@@ -514,10 +514,10 @@ int main(int argc, char** argv) {
           cudaFree(di);
         }
       }
-      // Latency: batches of 1, 8 and 100 queries, host to host, k = 10. Batches of up to
+      // Latency: batches of 1 to 100 queries, host to host, k = 10. Batches of up to
       // kGemvSelectMaxQueries run the GEMV pass (cuda/flat/gemv_select.h); they are timed again with
       // the SGEMM tiles it replaces ("tiles"), the baseline, in the same run.
-      for (int64_t batch : {int64_t(1), int64_t(8), int64_t(100)}) {
+      for (int64_t batch : {int64_t(1), int64_t(2), int64_t(4), int64_t(8), int64_t(100)}) {
         for (bool gemv : {true, false}) {
           if (!gemv && batch > gpu::kGemvSelectMaxQueries) continue;
           const int64_t k = 10;
@@ -539,7 +539,7 @@ int main(int argc, char** argv) {
       }
       // The GEMV pass's two kernels alone (device resident, k = 10's candidates): the base's bytes
       // over the time, against the copy rate of the ceilings.
-      for (int64_t batch : {int64_t(1), int64_t(8)}) {
+      for (int64_t batch : {int64_t(1), int64_t(2), int64_t(3), int64_t(4)}) {
         const int64_t kc = gpu::certified_candidate_count(10);
         const int64_t blocks = gpu::gemv_select_blocks(resources->limits(), batch, n, dim, kc);
         float* block_keys = nullptr;
@@ -551,9 +551,8 @@ int main(int argc, char** argv) {
         CHECK_CUDA(cudaMalloc(&keys, batch * kc * sizeof(float)));
         CHECK_CUDA(cudaMalloc(&rows_out, batch * kc * sizeof(int32_t)));
         const Timing t = time_it(std::max(runs, 21), [&] {
-          gpu::launch_gemv_select(resources->limits(), dq, batch, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix),
-                                  n, dim, kc, nullptr, 0, blocks, block_keys, block_rows, keys, rows_out,
-                                  gpu::matrix_data(*matrix), 0);
+          gpu::launch_gemv_select(dq, batch, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, kc, nullptr,
+                                  0, blocks, block_keys, block_rows, keys, rows_out, gpu::matrix_data(*matrix), 0);
         });
         char task[96], note[64];
         std::snprintf(task, sizeof task, "  batch %lld: GEMV + selection kernels, %lld of %lld", (long long)batch,

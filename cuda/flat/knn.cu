@@ -39,6 +39,12 @@
 // neighbours crowd into one split (data stored in clusters) then fail it and go to the SGEMM pass,
 // still exact.
 //
+// The SGEMM pass of a small batch (up to kGemvSelectMaxQueries queries, kc <= kGemvSelectMaxK) over
+// a base on the device is one kernel pair instead (gemv_select.h): a GEMV whose blocks keep their
+// best candidates as they read the base, and a merge of the blocks' lists into the kc best. No 1M-key
+// row is written and selected; its keys are the SGEMM's up to summation order, which the
+// certificate's bound covers, so the re-rank and the certificate follow unchanged.
+//
 // A base in host memory larger than the streaming budget (ResourcesOptions::stream_bytes) is not
 // copied whole: each pass streams it through two device chunk buffers, chunk i + 1 copied on the
 // copy stream while chunk i is searched (every query tile against the chunk's base tiles, each query
@@ -65,6 +71,7 @@
 // query tile ending in finish_query_tile; then deliver_results. knn runs the passes: the first over
 // every query, then the SGEMM and direct passes (run_subset) over the queries still unproven.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -80,6 +87,7 @@
 #include "cuda/flat/compute_modes.h"
 #include "cuda/flat/device_matrix.h"
 #include "cuda/flat/exact_distances.h"
+#include "cuda/flat/gemv_select.h"
 #include "cuda/flat/kernels.h"
 #include "cuda/flat/knn_passes.h"
 #include "cuda/flat/tf32_select.h"
@@ -188,6 +196,7 @@ ComputeMode gemm_mode(TileKind kind) {
 }
 
 thread_local KnnPassCounts pass_counts;
+std::atomic<bool> gemv_select_on{true};
 
 bool is_half(TileKind kind) { return kind == TileKind::fp16 || kind == TileKind::bf16; }
 
@@ -216,6 +225,7 @@ struct Shared {
   bool arriving = false;
   int64_t chunk_rows = 0;  // base rows per streamed or arriving chunk
   int64_t chunks_searched = 0;  // by the first pass, when it searched the base in chunks
+  int64_t gemv_queries = 0;     // searched by the GEMV pass (gemv_select.h), over all passes
   const float* y = nullptr;        // the base on the device (not streamed)
   const float* y_norms = nullptr;  // its squared norms (L2, not streamed)
   PoolBuffer<float> base_copy, norms_copy;
@@ -373,6 +383,7 @@ struct Pass {
   cudaStream_t search_tile(int64_t q0, int64_t rows, int64_t c0, int64_t cols, const void* tile_y, const float* bias);
   cudaStream_t search_fused(int64_t q0, int64_t rows, const float* part, const float* part_norms, int64_t first_row,
                             int64_t count);
+  cudaStream_t search_gemv();
   void upload_chunk(int64_t chunk);
   struct ChunkOperands {
     const void* gemm_y = nullptr;  // the chunk's tile operand (floats or half copy)
@@ -466,6 +477,9 @@ struct Pass {
   PoolBuffer<unsigned> base_stats;
   PoolBuffer<uint8_t> flags_device;
   // ---- plan_search ----
+  bool gemv = false;  // the GEMV pass of a small batch (gemv_select.h), gemv_blocks lists a query
+  int64_t gemv_blocks = 0;
+  bool inputs_recorded = false;  // inputs_event is recorded already (the GEMV pass starts early)
   bool fused = false;
   int64_t split_kc = 0;  // fused: candidates each split keeps (kc, or fewer: truncated)
   TilePlan plan{};
@@ -478,6 +492,8 @@ struct Pass {
   PoolBuffer<float> split_keys;  // fused: each query's split_kc best of each split
   PoolBuffer<int32_t> split_rows;
   PoolBuffer<float> split_bounds;  // truncated splits: per query, the smallest last key of its splits
+  PoolBuffer<float> gemv_keys;     // the GEMV pass: each query's kc best of each block
+  PoolBuffer<int32_t> gemv_rows;
   PoolBuffer<char> workspace;
   PoolBuffer<float> best_keys;  // the running kc best of each query
   PoolBuffer<int32_t> best_rows;
@@ -626,6 +642,15 @@ void Pass::gather_base_stats(const float* rows, const float* norms, int64_t coun
 // The tiling (or the fused kernel where it takes the shape) and the selections' workspace sizes for
 // every tile shape it leads to.
 void Pass::plan_search() {
+  // The SGEMM pass of a small batch over a base on the device: one read of the base, no tiles.
+  gemv = spec.kind == TileKind::sgemm && !chunked && gemv_select_on.load(std::memory_order_relaxed) &&
+         gemv_select_fits(nq, dim, kc);
+  if (gemv) {
+    plan = {nq, n};
+    gemv_blocks = gemv_select_blocks(resources.limits(), nq, n, dim, kc);
+    rerank_workspace_bytes = select_workspace_bytes<int32_t>(resources.limits(), nq, kc, k);
+    return;
+  }
   // The TF32 pass in one kernel, where it takes the shape: no distance tiles, the splits' candidates
   // selected into the running best instead.
   // A certified pass may truncate the splits' lists (see the top of the file).
@@ -670,7 +695,10 @@ void Pass::plan_search() {
 // The search's device buffers: distance tiles (or the fused kernel's split candidates), the running
 // best, the re-rank's, and a streamed base's two chunks.
 void Pass::allocate_search() {
-  if (fused) {
+  if (gemv) {
+    gemv_keys = PoolBuffer<float>(pool, nq * gemv_blocks * kc);
+    gemv_rows = PoolBuffer<int32_t>(pool, nq * gemv_blocks * kc);
+  } else if (fused) {
     split_keys = PoolBuffer<float>(pool, plan.query_rows * splits * split_kc);
     split_rows = PoolBuffer<int32_t>(pool, plan.query_rows * splits * split_kc);
     if (split_kc < kc) split_bounds = PoolBuffer<float>(pool, nq);
@@ -732,7 +760,7 @@ void Pass::allocate_results() {
 // those an index's DeviceMatrix keeps, where the pass reads uncentred rows: a small batch's search
 // then reads the base once); a base searched in chunks with each chunk (stream 0).
 void Pass::start_streams() {
-  QV_CUDA_CHECK(cudaEventRecord(inputs_event(), s0));
+  if (!inputs_recorded) QV_CUDA_CHECK(cudaEventRecord(inputs_event(), s0));
   QV_CUDA_CHECK(cudaStreamWaitEvent(resources.stream(1), inputs_event(), 0));
   if (!spec.certify) return;
   cudaStream_t s1 = resources.stream(1);
@@ -827,12 +855,30 @@ cudaStream_t Pass::search_fused(int64_t q0, int64_t rows, const float* part, con
   return s0;
 }
 
-// A base on the device: each query tile against every base tile (or the fused kernel), then its end.
+// The GEMV pass (gemv_select.h) of every query against the resident base, into the running best
+// (whole: there is one query tile). The finish's re-rank reads the uncentred rows: those are
+// prefetched. On stream 0, launched before start_streams (run_pass): the host's calls that queue
+// the certificate's statistics then overlap the kernel's read of the base, not precede it; the
+// statistics still start from the inputs. (Their kernels may wait for SMs until the GEMV's
+// persistent blocks end; the other order was not measured against this one.)
+cudaStream_t Pass::search_gemv() {
+  QV_CUDA_CHECK(cudaEventRecord(inputs_event(), s0));
+  inputs_recorded = true;
+  const uint8_t* filter = sh.filter.bits != nullptr ? sh.filter_copy.get() : nullptr;
+  launch_gemv_select(xc, nq, yc, l2 ? yc_norms : nullptr, n, dim, kc, filter, sh.filter.nbits, gemv_blocks,
+                     gemv_keys.get(), gemv_rows.get(), best_keys.get(), best_rows.get(), y, s0);
+  return s0;
+}
+
+// A base on the device: each query tile against every base tile (or the fused kernel, or the GEMV
+// pass), then its end.
 void Pass::search_resident() {
   for (int64_t q0 = 0, t = 0; q0 < nq; q0 += plan.query_rows, ++t) {
     const int64_t rows = std::min(plan.query_rows, nq - q0);
     cudaStream_t stream = nullptr;
-    if (fused) {
+    if (gemv) {
+      stream = s0;  // launched by run_pass
+    } else if (fused) {
       stream = search_fused(q0, rows, yc, yc_norms, 0, n);
     } else {
       for (int64_t c0 = 0; c0 < n; c0 += plan.columns) {
@@ -1060,6 +1106,7 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   pass.plan_search();
   pass.allocate_search();
   pass.allocate_results();
+  if (pass.gemv) pass.search_gemv();
   pass.start_streams();
   if (pass.chunked) {
     pass.search_chunked();
@@ -1067,6 +1114,7 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
     pass.search_resident();
   }
   pass.deliver_results();
+  if (pass.gemv) sh.gemv_queries += nq;
   // Later passes reuse the pool's blocks: nothing of this pass may still be running.
   sync_streams(*sh.resources);
   if (sh.arriving) {  // the whole base is on the device now
@@ -1265,6 +1313,7 @@ void knn_search(Resources& resources, Metric metric, const float* base, const fl
     }
   }
   counts.chunks = sh.chunks_searched;
+  counts.gemv = sh.gemv_queries;
   session.finish();
   pass_counts = counts;
 }
@@ -1284,5 +1333,7 @@ void knn(Resources& resources, Metric metric, const DeviceMatrix& base, const fl
 }
 
 KnnPassCounts last_knn_pass_counts() { return pass_counts; }
+
+void set_gemv_select_enabled(bool on) { gemv_select_on.store(on, std::memory_order_relaxed); }
 
 }  // namespace quiver::gpu

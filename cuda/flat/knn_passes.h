@@ -19,9 +19,14 @@ struct KnnPassCounts {
   int64_t sgemm = 0;   // certified by an SGEMM pass
   int64_t direct = 0;  // answered by the direct pass (exact distances to every row)
   int64_t chunks = 0;  // chunks of the base searched as they came to the device (0: resident first)
+  int64_t gemv = 0;    // queries whose SGEMM pass ran as one GEMV with its selection (gemv_select.h)
 };
 
 // Zeros for the other modes and for calls that returned early (nq = 0, n = 0, errors before the search).
 KnnPassCounts last_knn_pass_counts();
+
+// The GEMV pass of small batches (gemv_select.h) is on by default; tests and benchmarks switch it off
+// to compare with the SGEMM tiles it replaces. Process-wide; set it between searches, not during one.
+void set_gemv_select_enabled(bool on);
 
 }  // namespace quiver::gpu

@@ -1,0 +1,438 @@
+// The small batch's SGEMM pass in one read of the base (gemv_select.h).
+#include "cuda/flat/gemv_select.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <type_traits>
+
+#include "cpp/core/error.h"
+#include "cuda/core/error.h"
+#include "cuda/select/block_merge.cuh"
+#include "cuda/select/warp_lanes.cuh"
+#include "cuda/select/warp_select.h"
+
+namespace quiver::gpu {
+
+namespace {
+
+using Lanes = WarpLanes<int32_t>;
+constexpr int32_t kNone = SentinelValue<int32_t>::value;
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / kWarpSize;
+// A row's products are split over four lanes: two shuffle additions a key, and a warp reads eight
+// rows at once, 64 contiguous bytes of each per load.
+constexpr int kLanesPerRow = 4;
+constexpr int kRowsPerStep = kWarpSize / kLanesPerRow;
+// A warp takes at least this many rows: its queues fill over the first kc ln(rows / kc) or so, which
+// a short share would spend most of its rows on.
+constexpr int64_t kMinRowsPerWarp = 256;
+// Shared memory for the queries (16 KB): NQ x dim floats.
+constexpr int64_t kMaxQueryFloats = 4096;
+// The merge: a block of this many threads per query, each loading this many candidates at once
+// (a round trip to L2 for all of them, not one per candidate).
+constexpr int kMergeThreads = 1024;
+constexpr int kMergeWarps = kMergeThreads / kWarpSize;
+constexpr int kMergeLoads = 8;
+// L2 lines, for the prefetch of the candidates' rows.
+constexpr int kLineBytes = 128;
+
+// Thread queue lengths of the selection's buckets (select_buckets.h): 2 up to 32, 3 up to 64.
+template <int KR>
+constexpr int kThreadQueue = KR == 1 ? 2 : 3;
+
+// Queries padded to the kernel's count: 1, 2 or 4.
+int64_t padded_queries(int64_t nq) { return nq <= 1 ? 1 : nq <= 2 ? 2 : 4; }
+
+// Loads a lane keeps in flight per row: a quarter of a 128-float row, so that a step of such rows is
+// one round trip to memory whatever the queries.
+constexpr int kLoadsPerLane = 8;
+
+__device__ __forceinline__ bool allowed(const uint8_t* filter, int64_t bits, int64_t row) {
+  return row < bits && ((__ldg(filter + (row >> 3)) >> (row & 7)) & 1);
+}
+
+// Lowers a queue's limit to t (select_kernel.cuh's clamp_limit): keys equal to t still pass.
+template <class WS>
+__device__ __forceinline__ void clamp_limit(WS& ws, float t) {
+  if (t < ws.limit_k || (t == ws.limit_k && ws.limit_v == kNone)) {
+    ws.limit_k = t;
+    ws.limit_v = kNone;
+  }
+}
+
+// How a lane reads its share of a row: floats (dim not a multiple of 4, or rows not 16-byte
+// aligned), float4s in chunks of kLoadsPerLane, or (kShort: rows of at most one chunk a lane, up to
+// 128 floats, few queries) its whole share at once, the next step's loads issued before this step's
+// keys are formed and offered, so that a warp always has bytes in flight.
+enum class Layout { kFloats, kFloat4, kShort };
+
+// Blocks a multiprocessor must hold, which caps the registers: 80 a thread for one or two queries
+// read a step at a time (24 warps with bytes in flight), 128 for four queries and for kShort's two
+// register sets.
+template <int NQ, Layout L>
+constexpr int kMinBlocks = NQ <= 2 && L != Layout::kShort ? 3 : 2;
+
+// The float4s c = c0, c0 + 4, ... (kLoads of them, those below dim4) of a row; zeros elsewhere and
+// for an invalid row (nothing read).
+template <int kLoads>
+__device__ __forceinline__ void load_chunk(const float4* row, bool valid, int c0, int dim4, float4 (&v)[kLoads]) {
+#pragma unroll
+  for (int u = 0; u < kLoads; ++u) {
+    const int c = c0 + kLanesPerRow * u;
+    v[u] = valid && c < dim4 ? __ldg(row + c) : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+}
+
+// acc[q] += the products of a chunk loaded by load_chunk with query q (x4: the queries, dim4 float4s
+// each, in shared memory). Each lane sums its products in order (certify.h's model: any order).
+template <int NQ, int kLoads>
+__device__ __forceinline__ void multiply_chunk(const float4 (&v)[kLoads], int c0, int dim4, const float4* x4,
+                                               float (&acc)[NQ]) {
+#pragma unroll
+  for (int u = 0; u < kLoads; ++u) {
+    const int c = c0 + kLanesPerRow * u;
+    if (c < dim4) {
+#pragma unroll
+      for (int q = 0; q < NQ; ++q) {
+        const float4 x = x4[q * dim4 + c];
+        acc[q] = fmaf(v[u].x, x.x, acc[q]);
+        acc[q] = fmaf(v[u].y, x.y, acc[q]);
+        acc[q] = fmaf(v[u].z, x.z, acc[q]);
+        acc[q] = fmaf(v[u].w, x.w, acc[q]);
+      }
+    }
+  }
+}
+
+// acc[q] += the products of this lane's share of a row (elements c = sub, sub + 4, ...; float4s or
+// floats) with query q in shared memory. `valid`: the row exists (else nothing is read).
+template <int NQ, Layout L>
+__device__ __forceinline__ void row_products(const float* row, bool valid, int dim, int sub, const float* xs,
+                                             float (&acc)[NQ]) {
+  constexpr int kLoads = kLoadsPerLane;
+  if constexpr (L != Layout::kFloats) {
+    const int dim4 = dim / 4;
+    for (int c0 = sub; c0 < dim4; c0 += kLanesPerRow * kLoads) {
+      float4 v[kLoads];
+      load_chunk(reinterpret_cast<const float4*>(row), valid, c0, dim4, v);
+      multiply_chunk(v, c0, dim4, reinterpret_cast<const float4*>(xs), acc);
+    }
+  } else {
+    for (int c0 = sub; c0 < dim; c0 += kLanesPerRow * kLoads) {
+      float v[kLoads];
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        const int c = c0 + kLanesPerRow * u;
+        v[u] = valid && c < dim ? __ldg(row + c) : 0.f;
+      }
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        const int c = c0 + kLanesPerRow * u;
+        if (c < dim) {
+#pragma unroll
+          for (int q = 0; q < NQ; ++q) acc[q] = fmaf(v[u], xs[q * dim + c], acc[q]);
+        }
+      }
+    }
+  }
+}
+
+// Joins the four lanes' sums of a row (every lane then holds them: the additions commute) and offers
+// the row's keys to the queues of the nq real queries. Every lane of the warp calls it.
+template <int NQ, class WS>
+__device__ __forceinline__ void offer_row(WS (&ws)[NQ], float (&acc)[NQ], int64_t row, bool offers, float norm,
+                                          bool l2, int nq, const uint8_t* filter, int64_t filter_bits) {
+#pragma unroll
+  for (int q = 0; q < NQ; ++q) {
+    acc[q] += __shfl_xor_sync(kFullWarp, acc[q], 1);
+    acc[q] += __shfl_xor_sync(kFullWarp, acc[q], 2);
+  }
+#pragma unroll
+  for (int q = 0; q < NQ; ++q) {
+    if (q >= nq) break;  // the same in every lane
+    // The selection's key of the SGEMM pass: bias + (-2 <x, y>) in one rounding, or -<x, y>.
+    float key = l2 ? fmaf(-2.f, acc[q], norm) : -acc[q];
+    int32_t id = static_cast<int32_t>(row);
+    if (!offers || !(key == key)) {  // NaN keys never enter a queue
+      key = kSentinelKey;
+      id = kNone;
+    }
+    if (filter != nullptr && ws[q].accepts(key, id) && !allowed(filter, filter_bits, row)) {
+      key = kSentinelKey;
+      id = kNone;
+    }
+    if (ws[q].insert(key, id)) ws[q].merge_thread_queues();
+  }
+}
+
+// NQ queries (nq of them real) against the base: each warp takes steps of kRowsPerStep rows, a
+// queue per query; then the block's queues merged and its kc best per
+// query written at block_keys / block_rows [q][block][0 .. kc).
+template <int NQ, int KR, Layout L>
+__global__ void __launch_bounds__(kThreads, (kMinBlocks<NQ, L>))
+    gemv_select_kernel(const float* __restrict__ queries, int nq, const float* __restrict__ base,
+                       const float* __restrict__ norms, int64_t n, int dim, int kc, const uint8_t* filter,
+                       int64_t filter_bits, float* block_keys, int32_t* block_rows) {
+  constexpr int K = KR * kWarpSize;
+  constexpr int kLoads = kLoadsPerLane;
+  extern __shared__ __align__(16) float xs[];  // NQ x dim, zeros past the nq real queries
+  __shared__ float merge_keys[kWarps * K];
+  __shared__ int32_t merge_rows[kWarps * K];
+  for (int i = threadIdx.x; i < NQ * dim; i += kThreads) xs[i] = i < nq * dim ? queries[i] : 0.f;
+  __syncthreads();
+
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int sub = lane % kLanesPerRow;
+  // Steps of kRowsPerStep rows go to the grid's warps in turn, so that at any time the whole grid
+  // reads one window of the base (contiguous slices per warp, thousands of streams at once, read
+  // 3.2 TB/s on an H200).
+  const int64_t stride = int64_t(gridDim.x) * kWarps * kRowsPerStep;
+  const int64_t first = (int64_t(blockIdx.x) * kWarps + warp) * kRowsPerStep;
+  const bool l2 = norms != nullptr;
+  // This lane's row of a step (the same trip count in every lane); one lane of its four offers it.
+  auto row_of = [&](int64_t step) { return step + lane / kLanesPerRow; };
+  auto norm_of = [&](int64_t row) { return l2 && row < n && sub == 0 ? __ldg(norms + row) : 0.f; };
+
+  WarpSelect<Lanes, KR, kThreadQueue<KR>> ws[NQ];
+#pragma unroll
+  for (int q = 0; q < NQ; ++q) ws[q].reset(kc);
+
+  if constexpr (L == Layout::kShort) {
+    // Two register sets take turns: a step's rows are read while the previous step's are used.
+    const int dim4 = dim / 4;
+    const float4* base4 = reinterpret_cast<const float4*>(base);
+    const float4* x4 = reinterpret_cast<const float4*>(xs);
+    float4 a[kLoads], b[kLoads];
+    float norm_a = norm_of(row_of(first)), norm_b = 0.f;
+    load_chunk(base4 + row_of(first) * dim4, row_of(first) < n, sub, dim4, a);
+    auto use = [&](int64_t step, const float4(&v)[kLoads], float norm) {
+      float acc[NQ];
+#pragma unroll
+      for (int q = 0; q < NQ; ++q) acc[q] = 0.f;
+      multiply_chunk(v, sub, dim4, x4, acc);
+      const int64_t row = row_of(step);
+      offer_row(ws, acc, row, row < n && sub == 0, norm, l2, nq, filter, filter_bits);
+    };
+    for (int64_t step = first; step < n; step += 2 * stride) {
+      const int64_t second = step + stride;
+      norm_b = norm_of(row_of(second));
+      load_chunk(base4 + row_of(second) * dim4, row_of(second) < n, sub, dim4, b);
+      use(step, a, norm_a);
+      if (second >= n) break;
+      const int64_t third = second + stride;
+      norm_a = norm_of(row_of(third));
+      load_chunk(base4 + row_of(third) * dim4, row_of(third) < n, sub, dim4, a);
+      use(second, b, norm_b);
+    }
+  } else {
+    for (int64_t step = first; step < n; step += stride) {
+      const int64_t row = row_of(step);
+      const bool valid = row < n;
+      const float norm = norm_of(row);
+      float acc[NQ];
+#pragma unroll
+      for (int q = 0; q < NQ; ++q) acc[q] = 0.f;
+      row_products<NQ, L>(base + row * dim, valid, dim, sub, xs, acc);
+      offer_row(ws, acc, row, valid && sub == 0, norm, l2, nq, filter, filter_bits);
+    }
+  }
+
+  // The block's queues, query by query (every thread takes part: the merge has barriers).
+#pragma unroll
+  for (int q = 0; q < NQ; ++q) {
+    if (q >= nq) break;
+    ws[q].finish();
+    detail::merge_block_queues(ws[q], merge_keys, merge_rows, warp, warp, kWarps, lane);
+    if (warp == 0) {
+      const int64_t out = (int64_t(q) * gridDim.x + blockIdx.x) * kc;
+#pragma unroll
+      for (int r = 0; r < KR; ++r) {
+        const int e = r * kWarpSize + lane;
+        if (e < kc) {
+          block_keys[out + e] = ws[q].wk[r];
+          block_rows[out + e] = ws[q].wv[r];
+        }
+      }
+    }
+  }
+}
+
+// Query blockIdx.x: the kc best of its blocks' lists (blocks x kc, each sorted) into out_keys /
+// out_rows (kc), then the candidates' rows of rerank_base prefetched into L2 for the finish stage.
+// No pair above the smallest kc-th key of a full list can be among the kc best: the queues are
+// clamped there. That bound is loose (k = 10 over 1M rows on an H200: about 4 000 of the 6 900
+// candidates pass it, 14 us of queue merges); the kc-th smallest of the lists' first entries is
+// tight (about kc pass), but found by one warp's queue it cost more than it saved (21 us: a queue
+// merge is a chain of dependent shuffles). Ranking those first entries, then the few candidates
+// that pass, by counting in shared memory would need no queue at all: the next step.
+template <int KR>
+__global__ void __launch_bounds__(kMergeThreads)
+    gemv_merge_kernel(const float* __restrict__ block_keys, const int32_t* __restrict__ block_rows, int blocks, int kc,
+                      float* out_keys, int32_t* out_rows, const float* rerank_base, int64_t dim) {
+  constexpr int K = KR * kWarpSize;
+  __shared__ float merge_keys[kMergeWarps * K];
+  __shared__ int32_t merge_rows[kMergeWarps * K];
+  __shared__ float warp_bounds[kMergeWarps];
+  const int q = blockIdx.x;
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int64_t count = int64_t(blocks) * kc;
+  const float* keys = block_keys + q * count;
+  const int32_t* rows = block_rows + q * count;
+
+  float ck[kMergeLoads];
+  int32_t cr[kMergeLoads];
+  auto load = [&](int64_t first) {
+#pragma unroll
+    for (int u = 0; u < kMergeLoads; ++u) {
+      const int64_t i = first + int64_t(u) * kMergeThreads + threadIdx.x;
+      ck[u] = i < count ? keys[i] : kSentinelKey;
+      cr[u] = i < count ? rows[i] : kNone;
+    }
+  };
+  load(0);  // in flight while the bound is found
+
+  float bound = kSentinelKey;
+  for (int b = threadIdx.x; b < blocks; b += kMergeThreads) {
+    const int64_t last = int64_t(b) * kc + kc - 1;
+    if (rows[last] != kNone) bound = fminf(bound, keys[last]);
+  }
+#pragma unroll
+  for (int d = kWarpSize / 2; d > 0; d /= 2) bound = fminf(bound, __shfl_xor_sync(kFullWarp, bound, d));
+  if (lane == 0) warp_bounds[warp] = bound;
+  __syncthreads();
+  for (int i = 0; i < kMergeWarps; ++i) bound = fminf(bound, warp_bounds[i]);
+
+  WarpSelect<Lanes, KR, kThreadQueue<KR>> ws;
+  ws.reset(kc);
+  clamp_limit(ws, bound);
+  for (int64_t first = 0; first < count; first += int64_t(kMergeLoads) * kMergeThreads) {
+    if (first > 0) load(first);
+#pragma unroll
+    for (int u = 0; u < kMergeLoads; ++u) {
+      if (ws.insert(ck[u], cr[u])) {
+        ws.merge_thread_queues();
+        clamp_limit(ws, bound);
+      }
+    }
+  }
+  ws.finish();
+  // Afterwards slot 0 of merge_keys / merge_rows holds the result, in element order.
+  detail::merge_block_queues(ws, merge_keys, merge_rows, warp, warp, kMergeWarps, lane);
+  for (int e = threadIdx.x; e < kc; e += kMergeThreads) {
+    out_keys[int64_t(q) * kc + e] = merge_keys[e];
+    out_rows[int64_t(q) * kc + e] = merge_rows[e];
+  }
+  if (rerank_base != nullptr) {
+    // Every line of each candidate's row: one address a line from its start, and its last float.
+    const int64_t bytes = dim * int64_t(sizeof(float));
+    const int lines = static_cast<int>((bytes + kLineBytes - 1) / kLineBytes) + 1;
+    for (int j = threadIdx.x; j < kc * lines; j += kMergeThreads) {
+      const int32_t row = merge_rows[j / lines];
+      if (row == kNone) continue;
+      const int l = j % lines;
+      const char* start = reinterpret_cast<const char*>(rerank_base + int64_t(row) * dim);
+      const char* at = l + 1 < lines ? start + int64_t(l) * kLineBytes : start + bytes - sizeof(float);
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
+    }
+  }
+}
+
+// Blocks of one kernel a multiprocessor holds (with the most shared memory the queries take),
+// asked once per device.
+template <int NQ, int KR, Layout L>
+int resident_blocks() {
+  constexpr int kDevices = 64;
+  static std::atomic<int> by_device[kDevices];
+  int device = 0;
+  QV_CUDA_CHECK(cudaGetDevice(&device));
+  int resident = device < kDevices ? by_device[device].load(std::memory_order_relaxed) : 0;
+  if (resident == 0) {
+    QV_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, gemv_select_kernel<NQ, KR, L>, kThreads,
+                                                                kMaxQueryFloats * sizeof(float)));
+    resident = std::max(resident, 1);
+    if (device < kDevices) by_device[device].store(resident, std::memory_order_relaxed);
+  }
+  return resident;
+}
+
+template <int NQ, int KR, Layout L>
+struct Variant {
+  static int resident() { return resident_blocks<NQ, KR, L>(); }
+  static void launch(int64_t blocks, const float* queries, int64_t nq, const float* base, const float* norms,
+                     int64_t n, int64_t dim, int64_t kc, const uint8_t* filter, int64_t filter_bits,
+                     float* block_keys, int32_t* block_rows, cudaStream_t stream) {
+    const size_t shared = size_t(NQ * dim) * sizeof(float);
+    gemv_select_kernel<NQ, KR, L><<<static_cast<unsigned>(blocks), kThreads, shared, stream>>>(
+        queries, static_cast<int>(nq), base, norms, n, static_cast<int>(dim), static_cast<int>(kc), filter,
+        filter_bits, block_keys, block_rows);
+    QV_LAUNCH_CHECK("gemv_select_kernel");
+  }
+};
+
+// The layout for rows of dim floats at `base`: kShort needs one chunk a lane, and few queries (two
+// chunks in registers). It read 1M x 128 floats in 158 us against kFloat4's 165 (one query; two:
+// 172 against 189; H200, the kernel pair).
+Layout layout_for(const float* base, int64_t nq, int64_t dim) {
+  if (dim % 4 != 0 || (reinterpret_cast<uintptr_t>(base) & 15) != 0) return Layout::kFloats;
+  return padded_queries(nq) <= 2 && dim <= 4 * kLanesPerRow * kLoadsPerLane ? Layout::kShort : Layout::kFloat4;
+}
+
+// Calls f(Variant<NQ, KR, L>{}) for the shape's kernel.
+template <class F>
+auto dispatch(int64_t nq, int64_t kc, Layout layout, F&& f) {
+  auto by_layout = [&](auto nq_tag, auto kr_tag) {
+    constexpr int NQ = decltype(nq_tag)::value, KR = decltype(kr_tag)::value;
+    if constexpr (NQ <= 2) {
+      if (layout == Layout::kShort) return f(Variant<NQ, KR, Layout::kShort>{});
+    }
+    return layout == Layout::kFloats ? f(Variant<NQ, KR, Layout::kFloats>{}) : f(Variant<NQ, KR, Layout::kFloat4>{});
+  };
+  auto by_kr = [&](auto nq_tag) {
+    return kc <= kWarpSize ? by_layout(nq_tag, std::integral_constant<int, 1>{})
+                           : by_layout(nq_tag, std::integral_constant<int, 2>{});
+  };
+  switch (padded_queries(nq)) {
+    case 1: return by_kr(std::integral_constant<int, 1>{});
+    case 2: return by_kr(std::integral_constant<int, 2>{});
+    default: return by_kr(std::integral_constant<int, 4>{});
+  }
+}
+
+}  // namespace
+
+bool gemv_select_fits(int64_t nq, int64_t dim, int64_t kc) {
+  return nq >= 1 && nq <= kGemvSelectMaxQueries && kc >= 1 && kc <= kGemvSelectMaxK && dim >= 1 &&
+         padded_queries(nq) * dim <= kMaxQueryFloats;
+}
+
+int64_t gemv_select_blocks(const SelectLimits& limits, int64_t nq, int64_t n, int64_t dim, int64_t kc) {
+  // (For the aligned layout: an unaligned base's kernel holds about as many.)
+  const int resident = dispatch(nq, kc, layout_for(nullptr, nq, dim), [](auto v) { return decltype(v)::resident(); });
+  const int64_t wanted = (n + kWarps * kMinRowsPerWarp - 1) / (kWarps * kMinRowsPerWarp);
+  return std::clamp<int64_t>(wanted, 1, int64_t(resident) * limits.sm_count);
+}
+
+void launch_gemv_select(const float* queries, int64_t nq, const float* base, const float* base_norms, int64_t n,
+                        int64_t dim, int64_t kc, const uint8_t* filter, int64_t filter_bits, int64_t blocks,
+                        float* block_keys, int32_t* block_rows, float* out_keys, int32_t* out_rows,
+                        const float* rerank_base, cudaStream_t stream) {
+  require(gemv_select_fits(nq, dim, kc), "gemv_select: nq = ", nq, ", dim = ", dim, ", kc = ", kc, " do not fit");
+  require(blocks >= 1 && blocks <= (int64_t(1) << 20), "gemv_select: blocks = ", blocks);
+  dispatch(nq, kc, layout_for(base, nq, dim), [&](auto v) {
+    decltype(v)::launch(blocks, queries, nq, base, base_norms, n, dim, kc, filter, filter_bits, block_keys,
+                        block_rows, stream);
+    return 0;
+  });
+  if (kc <= kWarpSize) {
+    gemv_merge_kernel<1><<<static_cast<unsigned>(nq), kMergeThreads, 0, stream>>>(
+        block_keys, block_rows, static_cast<int>(blocks), static_cast<int>(kc), out_keys, out_rows, rerank_base, dim);
+  } else {
+    gemv_merge_kernel<2><<<static_cast<unsigned>(nq), kMergeThreads, 0, stream>>>(
+        block_keys, block_rows, static_cast<int>(blocks), static_cast<int>(kc), out_keys, out_rows, rerank_base, dim);
+  }
+  QV_LAUNCH_CHECK("gemv_merge_kernel");
+}
+
+}  // namespace quiver::gpu

@@ -1,0 +1,265 @@
+// The GEMV pass of small batches (cuda/flat/gemv_select.h): the fp32 mode's SGEMM pass for up to
+// kGemvSelectMaxQueries queries over a base on the device, as one kernel that selects while it reads.
+// Its results must be those of the SGEMM tiles it replaces, bit for bit, and both the CPU's exact
+// float32 result (exact_distances.h's sums, ties to the smaller row): awkward row counts (1, below k,
+// not multiples of a warp's rows), k from 1 to the largest the pass takes, every dimension class
+// (1, 3, 127, 128, 129: the float and float4 kernels), duplicates and exact ties, filters, every
+// metric, data far from the origin, an unaligned device base, and bases long enough for many blocks.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "cpp/core/error.h"
+#include "cuda/flat/gemv_select.h"
+#include "cuda/flat/knn_passes.h"
+#include "gpu_testing.h"
+#include "sanitizer_sizes.h"
+
+namespace quiver {
+namespace {
+
+using testing::DeviceArray;
+
+// exact_distances.h's key, on the CPU: the same float operations in the same order.
+float exact_key(bool l2, const float* x, const float* y, int64_t dim) {
+  float acc = 0.f;
+  for (int64_t i = 0; i < dim; ++i) {
+    if (l2) {
+      const float t = x[i] - y[i];
+      acc = std::fma(t, t, acc);
+    } else {
+      acc = std::fma(x[i], y[i], acc);
+    }
+  }
+  return l2 ? acc : -acc;
+}
+
+struct Problem {
+  int64_t n, dim, nq;
+  Metric metric;
+  std::vector<float> base, queries;
+};
+
+Problem uniform(int64_t n, int64_t dim, int64_t nq, Metric metric, uint32_t seed, float offset = 0.f) {
+  Problem p{n, dim, nq, metric, testing::uniform_vectors(n, dim, seed), testing::uniform_vectors(nq, dim, seed + 1)};
+  for (auto& v : p.base) v += offset;
+  for (auto& v : p.queries) v += offset;
+  if (metric == Metric::cosine) {
+    testing::normalize(p.base, dim);
+    testing::normalize(p.queries, dim);
+  }
+  return p;
+}
+
+struct Output {
+  std::vector<float> dist;
+  std::vector<int64_t> ids;
+};
+
+// The exact result: nq x k, padded with the metric's missing distance and -1.
+Output reference(const Problem& p, int64_t k, const std::vector<uint8_t>* filter) {
+  const bool l2 = p.metric == Metric::l2;
+  Output o{std::vector<float>(size_t(p.nq * k), missing_distance(p.metric)), std::vector<int64_t>(size_t(p.nq * k), -1)};
+  std::vector<std::pair<float, int64_t>> all;
+  for (int64_t q = 0; q < p.nq; ++q) {
+    all.clear();
+    for (int64_t j = 0; j < p.n; ++j)
+      if (testing::allowed(filter, j)) all.push_back({exact_key(l2, &p.queries[q * p.dim], &p.base[j * p.dim], p.dim), j});
+    const size_t top = std::min(all.size(), size_t(k));
+    std::partial_sort(all.begin(), all.begin() + top, all.end());
+    for (size_t i = 0; i < top; ++i) {
+      o.dist[q * k + i] = l2 ? all[i].first : -all[i].first;
+      o.ids[q * k + i] = all[i].second;
+    }
+  }
+  return o;
+}
+
+void expect_same(const Output& want, const Output& got, int64_t nq, int64_t k, const char* what) {
+  for (int64_t q = 0; q < nq; ++q) {
+    for (int64_t i = 0; i < k; ++i) {
+      const size_t e = size_t(q * k + i);
+      ASSERT_EQ(got.ids[e], want.ids[e]) << what << ": query " << q << " rank " << i;
+      ASSERT_EQ(got.dist[e], want.dist[e]) << what << ": query " << q << " rank " << i << " id " << got.ids[e];
+    }
+  }
+}
+
+// Switches the GEMV pass off for a scope (the SGEMM tiles then run), on again after.
+class TilesOnly {
+ public:
+  TilesOnly() { gpu::set_gemv_select_enabled(false); }
+  ~TilesOnly() { gpu::set_gemv_select_enabled(true); }
+};
+
+// base: p.base itself (host memory), or a device copy when given (rows at `device_base`).
+Output search(const Problem& p, int64_t k, const std::vector<uint8_t>* filter = nullptr,
+              const float* device_base = nullptr) {
+  Output o{std::vector<float>(size_t(p.nq * k), 12345.f), std::vector<int64_t>(size_t(p.nq * k), 12345)};
+  gpu::RowFilter f;
+  if (filter != nullptr) f = {filter->data(), int64_t(filter->size()) * 8};
+  gpu::knn(testing::shared_resources(), p.metric, device_base != nullptr ? device_base : p.base.data(), nullptr, p.n,
+           p.dim, p.queries.data(), p.nq, k, o.dist.data(), o.ids.data(), f);
+  return o;
+}
+
+// The search with the GEMV pass (which must run: `gemv` queries of its first pass), against the
+// CPU's result and the tiles' (bit for bit).
+void check(const Problem& p, int64_t k, const std::vector<uint8_t>* filter = nullptr, bool gemv = true,
+           const float* device_base = nullptr) {
+  const Output got = search(p, k, filter, device_base);
+  const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
+  EXPECT_EQ(c.gemv, gemv ? p.nq : 0) << "the GEMV pass " << (gemv ? "did not run" : "ran");
+  EXPECT_EQ(c.tf32 + c.sgemm + c.direct, p.nq);
+  expect_same(reference(p, k, filter), got, p.nq, k, "against the CPU");
+  Output tiles;
+  {
+    TilesOnly off;
+    tiles = search(p, k, filter, device_base);
+    EXPECT_EQ(gpu::last_knn_pass_counts().gemv, 0);
+  }
+  expect_same(tiles, got, p.nq, k, "against the SGEMM tiles");
+}
+
+TEST(GpuKnnGemv, AwkwardShapesEveryMetric) {
+  QV_REQUIRE_GPU();
+  struct Shape {
+    int64_t n, dim, nq, k;
+    Metric metric;
+  };
+  const int64_t many = testing::sized(4099, 2051);
+  const Shape shapes[] = {
+      {1, 128, 1, 1, Metric::l2},                // one row
+      {1, 3, 2, 10, Metric::inner_product},      // one row, k above n
+      {5, 16, 1, 10, Metric::l2},                // n < k
+      {31, 1, 3, 7, Metric::l2},                 // dim 1
+      {33, 129, 1, 33, Metric::l2},              // k = n, two queue registers
+      {257, 4, 4, 1, Metric::cosine},            // k = 1, dim 4, four queries
+      {1000, 127, 3, 48, Metric::inner_product}, // the largest k the pass takes (64 candidates)
+      {many, 128, 4, 16, Metric::cosine},        // the largest k of one queue register
+      {many, 3, 4, 1, Metric::l2},
+      {many, 128, 1, 10, Metric::l2},  // the benchmark's query
+      {many, 129, 2, 10, Metric::inner_product},
+      {many, 127, 3, 20, Metric::l2},
+      {many, 260, 1, 10, Metric::l2},             // float4 rows of several chunks a lane
+      {1000, 256, 3, 10, Metric::inner_product},  // ... with four queries' kernel (one unused)
+      {many, 64, 4, 40, Metric::l2},
+  };
+  uint32_t seed = 100;
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(::testing::Message() << "n " << s.n << " dim " << s.dim << " nq " << s.nq << " k " << s.k << " "
+                                      << metric_name(s.metric));
+    check(uniform(s.n, s.dim, s.nq, s.metric, seed += 2), s.k);
+  }
+}
+
+// Duplicate rows and small integers: exact ties among keys and distances, which the lower row wins,
+// at the candidates' last place too (the certificate may then fail: the direct pass answers).
+TEST(GpuKnnGemv, TiesGoToTheLowerRow) {
+  QV_REQUIRE_GPU();
+  const int64_t n = testing::sized(3001, 1001), dim = 24;
+  for (Metric metric : {Metric::l2, Metric::inner_product}) {
+    for (int64_t k : {1, 10, 48}) {
+      SCOPED_TRACE(::testing::Message() << metric_name(metric) << " k " << k);
+      Problem p{n, dim, 4, metric, testing::integer_vectors(n, dim, 7, 2), testing::integer_vectors(4, dim, 8, 2)};
+      // Every row repeated: rows 2j and 2j + 1 and (every 50th) row j / 3 are equal.
+      for (int64_t r = 1; r < n; r += 2) std::copy_n(&p.base[(r - 1) * dim], dim, &p.base[r * dim]);
+      for (int64_t r = 150; r < n; r += 50) std::copy_n(&p.base[(r / 3) * dim], dim, &p.base[r * dim]);
+      check(p, k);
+    }
+  }
+}
+
+TEST(GpuKnnGemv, Filters) {
+  QV_REQUIRE_GPU();
+  const int64_t n = testing::sized(5003, 1003);
+  std::mt19937 gen(3);
+  for (Metric metric : {Metric::l2, Metric::inner_product}) {
+    SCOPED_TRACE(metric_name(metric));
+    const Problem p = uniform(n, 64, 3, metric, 41);
+    // About 30% of the rows.
+    std::vector<uint8_t> some(size_t((n + 7) / 8));
+    for (auto& b : some) b = static_cast<uint8_t>(gen() & gen());
+    check(p, 10, &some);
+    // Shorter than the base: the rows past it are excluded.
+    std::vector<uint8_t> short_filter(size_t(n / 16), 0xff);
+    check(p, 10, &short_filter);
+    // Three rows: fewer than k.
+    std::vector<uint8_t> three(size_t((n + 7) / 8), 0);
+    for (int64_t r : {int64_t(0), n / 2, n - 1}) three[size_t(r / 8)] |= uint8_t(1u << (r % 8));
+    check(p, 10, &three);
+    // None.
+    std::vector<uint8_t> none(size_t((n + 7) / 8), 0);
+    check(p, 4, &none);
+  }
+}
+
+// Data far from the origin: |x| |y| large next to the neighbours' gaps; the uncentred bound may not
+// certify, and the direct pass answers what it leaves. Exact either way.
+TEST(GpuKnnGemv, FarFromTheOrigin) {
+  QV_REQUIRE_GPU();
+  check(uniform(testing::sized(4001, 1001), 32, 2, Metric::l2, 51, 1000.f), 10);
+  check(uniform(testing::sized(4001, 1001), 32, 1, Metric::l2, 53, 30.f), 10);
+}
+
+// What the pass does not take runs as before: five queries, 65 candidates (k = 49), queries beyond
+// its shared memory, other modes.
+TEST(GpuKnnGemv, OnlySmallBatchesAndCandidateCounts) {
+  QV_REQUIRE_GPU();
+  EXPECT_TRUE(gpu::gemv_select_fits(gpu::kGemvSelectMaxQueries, 128, 64));
+  EXPECT_FALSE(gpu::gemv_select_fits(gpu::kGemvSelectMaxQueries + 1, 128, 64));
+  EXPECT_FALSE(gpu::gemv_select_fits(1, 128, 65));
+  EXPECT_FALSE(gpu::gemv_select_fits(4, 1100, 26));  // the queries' floats beyond its shared memory
+  const int64_t n = testing::sized(2003, 503);
+  check(uniform(n, 32, gpu::kGemvSelectMaxQueries + 1, Metric::l2, 61), 10, nullptr, false);
+  check(uniform(n, 1100, 4, Metric::l2, 67), 10, nullptr, false);
+  check(uniform(n, 32, 2, Metric::l2, 63), 49, nullptr, false);
+  const Problem p = uniform(n, 32, 2, Metric::l2, 65);
+  std::vector<float> d(size_t(p.nq * 10));
+  std::vector<int64_t> ids(size_t(p.nq * 10));
+  gpu::knn(testing::shared_resources(), p.metric, p.base.data(), nullptr, p.n, p.dim, p.queries.data(), p.nq, 10,
+           d.data(), ids.data(), gpu::RowFilter{}, gpu::ComputeMode::tf32);
+  EXPECT_EQ(gpu::last_knn_pass_counts().gemv, 0);
+}
+
+// A device base one float past an aligned address: the float kernel (no 16-byte loads).
+TEST(GpuKnnGemv, UnalignedDeviceBase) {
+  QV_REQUIRE_GPU();
+  const Problem p = uniform(testing::sized(3001, 1001), 8, 3, Metric::l2, 71);
+  std::vector<float> shifted(p.base.size() + 1, 0.f);
+  std::copy(p.base.begin(), p.base.end(), shifted.begin() + 1);
+  DeviceArray<float> base(shifted);
+  check(p, 10, nullptr, true, base.get() + 1);
+}
+
+// Long bases: as many blocks as the device holds, each warp with many steps; one and four queries.
+TEST(GpuKnnGemv, ManyBlocks) {
+  QV_REQUIRE_GPU();
+  const int64_t n = testing::sized(300007, 40009);
+  for (int64_t nq : {1, 4}) {
+    SCOPED_TRACE(::testing::Message() << "nq " << nq);
+    const Problem p = uniform(n, 128, nq, Metric::l2, uint32_t(80 + nq));
+    DeviceArray<float> base(p.base);
+    check(p, 10, nullptr, true, base.get());
+  }
+}
+
+// An index's matrix (its norms and kept statistics), as the benchmark's batch 1 searches it.
+TEST(GpuKnnGemv, DeviceMatrix) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  const Problem p = uniform(testing::sized(20011, 4001), 96, 2, Metric::l2, 91);
+  auto matrix = gpu::make_matrix(resources, p.dim);
+  gpu::matrix_append(resources, *matrix, p.n, p.base.data());
+  Output got{std::vector<float>(size_t(p.nq * 10)), std::vector<int64_t>(size_t(p.nq * 10))};
+  gpu::knn(resources, p.metric, *matrix, p.queries.data(), p.nq, 10, got.dist.data(), got.ids.data());
+  EXPECT_EQ(gpu::last_knn_pass_counts().gemv, p.nq);
+  EXPECT_EQ(gpu::last_knn_pass_counts().sgemm, p.nq);
+  expect_same(reference(p, 10, nullptr), got, p.nq, 10, "against the CPU");
+}
+
+}  // namespace
+}  // namespace quiver
