@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <numeric>
 
 #include "cpp/core/error.h"
 #include "cpp/core/thread_pool.h"
@@ -12,6 +14,30 @@
 #include "cpp/metric/sss.h"
 
 namespace quiver {
+
+namespace {
+
+// Queries one task of a range search's host passes takes: the pool's cost per task stays small
+// beside the hits' (a few dozen a query at the smallest benchmark radius).
+constexpr int64_t kQueriesPerTask = 64;
+// L2 hits whose rows are prefetched ahead of the one recomputed: each reads a row the device chose,
+// rarely in cache.
+constexpr int64_t kPrefetchAhead = 4;
+constexpr int64_t kCacheLine = 64;
+
+// task(q0, q1) for runs of kQueriesPerTask queries of 0 .. nq-1, on the pool.
+void for_query_runs(ThreadPool& pool, int64_t nq, const std::function<void(int64_t, int64_t)>& task) {
+  pool.parallel_for((nq + kQueriesPerTask - 1) / kQueriesPerTask, [&](int64_t t) {
+    task(t * kQueriesPerTask, std::min(nq, (t + 1) * kQueriesPerTask));
+  });
+}
+
+void prefetch_row(const float* row, int64_t dim) {
+  const char* bytes = reinterpret_cast<const char*>(row);
+  for (int64_t b = 0; b < dim * static_cast<int64_t>(sizeof(float)); b += kCacheLine) __builtin_prefetch(bytes + b);
+}
+
+}  // namespace
 
 MetricIndex::MetricIndex(Context& context, std::string descriptor, int64_t dim, Metric metric,
                          const MetricSpec& spec)
@@ -123,7 +149,12 @@ int64_t MetricIndex::do_remove(int64_t n, const int64_t* ids) {
 void MetricIndex::to_caller_units(const Objects& queries, int64_t q, MetricHit* begin, MetricHit* end) const {
   if (metric() != Metric::l2) return;  // already the caller's units, and sorted
   const Objects objects = objects_.view();
-  for (MetricHit* h = begin; h != end; ++h) h->distance = squared_l2(queries.vector(q), objects.vector(h->row), dim());
+  for (int64_t i = 0; i < std::min<int64_t>(end - begin, kPrefetchAhead); ++i)
+    prefetch_row(objects.vector(begin[i].row), dim());
+  for (MetricHit* h = begin; h != end; ++h) {
+    if (end - h > kPrefetchAhead) prefetch_row(objects.vector(h[kPrefetchAhead].row), dim());
+    h->distance = squared_l2(queries.vector(q), objects.vector(h->row), dim());
+  }
   std::sort(begin, end);
 }
 
@@ -225,7 +256,9 @@ MetricIndex::RowHits MetricIndex::gpu_range(const Objects& queries, float r, con
   RowHits out;
   out.lims = found.lims;
   out.hits.resize(found.rows.size());
-  for (size_t i = 0; i < found.rows.size(); ++i) out.hits[i] = {found.distances[i], found.rows[i]};
+  for_query_runs(context().pool(), queries.n, [&](int64_t q0, int64_t q1) {
+    for (int64_t i = found.lims[q0]; i < found.lims[q1]; ++i) out.hits[i] = {found.distances[i], found.rows[i]};
+  });
   int64_t evaluations = 0;
   for (int64_t e : found.evaluations) evaluations += e;
   last_evaluations_ = evaluations;
@@ -239,29 +272,37 @@ RangeResult MetricIndex::range_objects(const Objects& queries, float radius, con
   const float r = squared ? std::sqrt(radius) : radius;
   RowHits found = device_copy_current_ && count() > 0 ? gpu_range(queries, r, options) : cpu_range(queries, r, options);
   // Per query, in parallel: the caller's units, then the hits the square root rounded in dropped
-  // (marked with row -1).
-  context().pool().parallel_for(queries.n, [&](int64_t q) {
-    MetricHit* begin = found.hits.data() + found.lims[q];
-    MetricHit* end = found.hits.data() + found.lims[q + 1];
-    to_caller_units(queries, q, begin, end);
-    if (squared)
-      for (MetricHit* h = begin; h != end; ++h)
-        if (h->distance > radius) h->row = -1;
-  });
+  // (marked with row -1); lims counts the hits kept, then becomes their offsets.
   RangeResult result;
-  result.lims.reserve(static_cast<size_t>(queries.n + 1));
-  result.ids.reserve(found.hits.size());
-  result.distances.reserve(found.hits.size());
-  result.lims.push_back(0);
-  const int64_t* ids = ids_.data();
-  for (int64_t q = 0; q < queries.n; ++q) {
-    for (int64_t i = found.lims[q]; i < found.lims[q + 1]; ++i) {
-      if (found.hits[i].row < 0) continue;
-      result.ids.push_back(ids[found.hits[i].row]);
-      result.distances.push_back(found.hits[i].distance);
+  result.lims.assign(static_cast<size_t>(queries.n + 1), 0);
+  for_query_runs(context().pool(), queries.n, [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) {
+      MetricHit* begin = found.hits.data() + found.lims[q];
+      MetricHit* end = found.hits.data() + found.lims[q + 1];
+      to_caller_units(queries, q, begin, end);
+      int64_t kept = end - begin;
+      if (squared)
+        for (MetricHit* h = begin; h != end; ++h)
+          if (h->distance > radius) {
+            h->row = -1;
+            --kept;
+          }
+      result.lims[size_t(q + 1)] = kept;
     }
-    result.lims.push_back(static_cast<int64_t>(result.ids.size()));
-  }
+  });
+  std::partial_sum(result.lims.begin(), result.lims.end(), result.lims.begin());
+  result.ids.resize(static_cast<size_t>(result.lims.back()));
+  result.distances.resize(static_cast<size_t>(result.lims.back()));
+  const int64_t* ids = ids_.data();
+  for_query_runs(context().pool(), queries.n, [&](int64_t q0, int64_t q1) {
+    int64_t at = result.lims[size_t(q0)];
+    for (int64_t i = found.lims[q0]; i < found.lims[q1]; ++i) {
+      if (found.hits[i].row < 0) continue;
+      result.ids[size_t(at)] = ids[found.hits[i].row];
+      result.distances[size_t(at)] = found.hits[i].distance;
+      ++at;
+    }
+  });
   return result;
 }
 

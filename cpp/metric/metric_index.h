@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cpp/backend/gpu_metric.h"
+#include "cpp/core/result_memory.h"
 #include "cpp/index/id_map.h"
 #include "cpp/index/index.h"
 #include "cpp/metric/metric_method.h"
@@ -60,7 +61,7 @@ class MetricIndex final : public Index {
   // Hits by row in CSR form (lims: nq + 1), each query's sorted by (distance, row).
   struct RowHits {
     std::vector<int64_t> lims;
-    std::vector<MetricHit> hits;
+    ResultVector<MetricHit> hits;  // result_memory.h: a large result's pages are not faulted in anew
   };
   RowHits cpu_range(const Objects& queries, float r, const SearchOptions& options) const;
   RowHits gpu_range(const Objects& queries, float r, const SearchOptions& options) const;

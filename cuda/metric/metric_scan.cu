@@ -10,6 +10,7 @@
 #include "cuda/core/transfer.h"
 #include "cuda/metric/edit_distance.cuh"
 #include "cuda/metric/metric_scan.h"
+#include "cuda/metric/scan_tests.cuh"
 #include "cuda/metric/vector_distance.cuh"
 
 namespace quiver::gpu::metric_space {
@@ -29,26 +30,10 @@ constexpr float kSlackMargin = 8.0f;
 
 __device__ __forceinline__ float infinity() { return __int_as_float(0x7f800000); }
 
-// a > b beyond the rounding the slack covers (a, b >= 0). An infinite b is never exceeded.
-__device__ __forceinline__ bool beyond(float a, float b, float slack) {
-  return slack > 0.0f ? a > b + slack * (a + b) : a > b;
-}
-
-// SSS: |d(x, p) - d(q, p)| > r, beyond the rounding of both distances, excludes x (triangle
-// inequality). An infinite radius excludes nothing.
-__device__ __forceinline__ bool pivot_excludes(float table, float pivot, float radius, float slack) {
-  const float gap = fabsf(table - pivot);
-  return slack > 0.0f ? gap > radius + slack * (table + pivot + radius) : gap > radius;
-}
-
 __device__ __forceinline__ int32_t row_at(const ScanArgs& a, int64_t i) {
   if (a.row_list != nullptr) return a.row_list[i];
   if (a.stride_count > 0) return int32_t(i * a.rows / a.stride_count);
   return int32_t(i);
-}
-
-__device__ __forceinline__ bool allowed(const ScanArgs& a, int32_t row) {
-  return a.filter == nullptr || (int64_t(row) < a.filter_bits && ((a.filter[row >> 3] >> (row & 7)) & 1));
 }
 
 // Appends (row, d) to block o's hits where `hit`. Every lane of the warp calls it; one atomic a warp.

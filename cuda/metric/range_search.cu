@@ -1,4 +1,5 @@
-// gpu_metric.h's metric_range_search: brute force, List of Clusters and SSS, one block per query.
+// gpu_metric.h's metric_range_search: brute force, List of Clusters and SSS, one block per query
+// (SSS over vectors: a block per tile of queries and rows when the queries are many, sss_batched.h).
 //
 // Per tile of queries: the method's distances to centres or pivots, then one scan whose hits go to a
 // buffer of `capacity` hits a query, which counts on when full. Counts come back to the host (the
@@ -6,10 +7,9 @@
 // found again by a second scan into exactly sized room where they did not (so device memory stays
 // within the tile budget whatever the radius: the pass of a large result costs a second scan, not
 // memory). Each query's hits are sorted by (distance, row) on the device (CUB's segmented sort of
-// 64-bit keys, cuda/flat/range_sort.h).
+// 64-bit keys, cuda/flat/range_sort.h) and copied straight into the output.
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -24,6 +24,7 @@
 #include "cuda/metric/metric_device.h"
 #include "cuda/metric/metric_scan.h"
 #include "cuda/metric/search_plan.h"
+#include "cuda/metric/sss_batched.h"
 
 namespace quiver::gpu {
 
@@ -56,6 +57,15 @@ __global__ void gather_hits_kernel(const int32_t* rows, const float* distances, 
 __global__ void hit_keys_kernel(const int32_t* rows, const float* distances, int64_t count, uint64_t* keys) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < count) keys[i] = (uint64_t(__float_as_uint(distances[i])) << 32) | uint32_t(rows[i]);
+}
+
+// Sorted key i back to its row (64-bit) and distance.
+__global__ void unpack_hits_kernel(const uint64_t* keys, int64_t count, int64_t* rows, float* distances) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  const uint64_t key = keys[i];
+  rows[i] = int64_t(uint32_t(key));
+  distances[i] = __uint_as_float(uint32_t(key >> 32));
 }
 
 template <typename T>
@@ -94,9 +104,11 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
   const bool sss = prune == Prune::sss && device.pivots > 0;
   const int64_t fixed_evaluations = lc ? device.clusters : prune == Prune::sss ? device.pivots : 0;
   const int64_t per_query_bytes = (lc ? device.clusters * 4 + 4 : 0) + (sss ? device.pivots * 4 : 0) + 16;
+  const bool batched = sss && sss_batched_applies(device, prune, nq);
+  const int64_t tile_queries = batched ? kBatchedTileQueries : kMaxTileQueries;
 
   for (int64_t t0 = 0; t0 < nq;) {
-    const int64_t t1 = tile_end(scan, t0, nq, per_query_bytes, budget / 2);
+    const int64_t t1 = tile_end(scan, t0, nq, per_query_bytes, budget / 2, tile_queries);
     const int64_t slots = t1 - t0;
     std::vector<int64_t> block_queries(static_cast<size_t>(slots));
     std::iota(block_queries.begin(), block_queries.end(), t0);
@@ -122,7 +134,8 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
     first.hit_capacity = capacity;
     first.hit_count = counts.get();
     first.evaluations = evaluations.get();
-    scan.launch(first, block_queries, budget / 4);
+    if (batched) sss_batched_range(first, slots, stream);
+    else scan.launch(first, block_queries, budget / 4);
     std::vector<unsigned long long> count(static_cast<size_t>(slots)), evaluated(static_cast<size_t>(slots));
     copy_from_device(resources.staging(), resources.device(), count.data(), counts.get(),
                      count.size() * sizeof(unsigned long long), stream);
@@ -134,6 +147,9 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
              " hits within radius ", radius, ", more than max_hits_per_query = ", max_hits_per_query);
       out.evaluations[size_t(t0 + s)] = int64_t(evaluated[size_t(s)]) + fixed_evaluations;
     }
+    const unsigned long long tile_hits = std::accumulate(count.begin(), count.end(), 0ull);
+    out.rows.reserve(out.rows.size() + size_t(tile_hits));
+    out.distances.reserve(out.distances.size() + size_t(tile_hits));
 
     // The hits, packed densely, a group of queries at a time.
     for (int64_t g0 = 0; g0 < slots;) {
@@ -194,7 +210,8 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
         again.hit_capacity = 0;
         again.hit_count = rerun_hit_counts.get();
         again.evaluations = nullptr;
-        scan.launch(again, rerun_queries, budget / 4);
+        if (batched) sss_batched_range(again, int64_t(rerun_queries.size()), stream);
+        else scan.launch(again, rerun_queries, budget / 4);
       }
       // Each query's hits sorted by (distance, row) on the device.
       std::vector<int64_t> segment_offsets(static_cast<size_t>(g1 - g0 + 1));
@@ -209,16 +226,19 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
       QV_LAUNCH_CHECK("metric hit_keys_kernel");
       range_sort(sort_workspace.get(), sort_bytes, keys.get(), sorted.get(), total, g1 - g0, segment_buffer.get(),
                  stream);
-      std::vector<uint64_t> sorted_keys(static_cast<size_t>(total));
-      copy_from_device(resources.staging(), resources.device(), sorted_keys.data(), sorted.get(),
-                       sorted_keys.size() * sizeof(uint64_t), stream);
-      for (const uint64_t key : sorted_keys) {
-        const uint32_t bits = uint32_t(key >> 32);
-        float distance;
-        std::memcpy(&distance, &bits, sizeof(distance));
-        out.rows.push_back(int64_t(uint32_t(key)));
-        out.distances.push_back(distance);
-      }
+      // The sorted hits back to 64-bit rows (over the keys, read by now) and distances, copied into
+      // the output where they go.
+      int64_t* unpacked_rows = reinterpret_cast<int64_t*>(keys.get());
+      unpack_hits_kernel<<<unsigned((total + kGatherThreads - 1) / kGatherThreads), kGatherThreads, 0, stream>>>(
+          sorted.get(), total, unpacked_rows, packed_distances.get());
+      QV_LAUNCH_CHECK("metric unpack_hits_kernel");
+      const size_t at = out.rows.size();
+      out.rows.resize(at + size_t(total));
+      out.distances.resize(at + size_t(total));
+      copy_from_device(resources.staging(), resources.device(), out.rows.data() + at, unpacked_rows,
+                       size_t(total) * sizeof(int64_t), stream);
+      copy_from_device(resources.staging(), resources.device(), out.distances.data() + at, packed_distances.get(),
+                       size_t(total) * sizeof(float), stream);
       for (int64_t s = g0; s < g1; ++s)
         out.lims[size_t(t0 + s + 1)] = out.lims[size_t(t0 + s)] + int64_t(count[size_t(s)]);
       g0 = g1;

@@ -34,11 +34,12 @@ inline Prune prune_of(const MetricDevice& device, MetricMethod method) {
        "Clusters (1) or SSS (2)");
 }
 
-// The next tile of queries from `first`: up to kMaxTileQueries whose bytes (fixed per query plus the
+// The next tile of queries from `first`: up to max_queries whose bytes (fixed per query plus the
 // query's scratch) stay within `budget` (one query at least).
-inline int64_t tile_end(const MetricScan& scan, int64_t first, int64_t nq, int64_t fixed_bytes, int64_t budget) {
+inline int64_t tile_end(const MetricScan& scan, int64_t first, int64_t nq, int64_t fixed_bytes, int64_t budget,
+                        int64_t max_queries = kMaxTileQueries) {
   int64_t last = first, used = 0;
-  while (last < nq && last - first < kMaxTileQueries) {
+  while (last < nq && last - first < max_queries) {
     const int64_t need = fixed_bytes + scan.scratch_bytes(last);
     if (last > first && used + need > budget) break;
     used += need;
