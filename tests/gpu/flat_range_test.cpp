@@ -23,6 +23,7 @@
 #include "cpp/distance/vectors.h"
 #include "cpp/index/factory.h"
 #include "cuda/flat/range_search.h"
+#include "exact_float.h"
 #include "gpu_testing.h"
 #include "sanitizer_sizes.h"
 
@@ -33,20 +34,8 @@ using testing::DeviceArray;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// exact_distances.h's sum on the CPU, the same float operations in the same order: the squared
-// distance (L2) or the product (similarities).
-float exact_value(bool l2, const float* x, const float* y, int64_t dim) {
-  float acc = 0.f;
-  for (int64_t i = 0; i < dim; ++i) {
-    if (l2) {
-      const float t = x[i] - y[i];
-      acc = std::fma(t, t, acc);
-    } else {
-      acc = std::fma(x[i], y[i], acc);
-    }
-  }
-  return acc;
-}
+// exact_distances.h's sum on the CPU: the squared distance (L2) or the product (similarities).
+float exact_value(bool l2, const float* x, const float* y, int64_t dim) { return testing::fma_value(l2, x, y, dim); }
 
 struct Bits {
   std::vector<uint8_t> bytes;

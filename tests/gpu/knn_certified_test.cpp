@@ -17,6 +17,7 @@
 #include "cuda/flat/certify.h"
 #include "cuda/flat/device_matrix.h"
 #include "cuda/flat/knn_passes.h"
+#include "exact_float.h"
 #include "gpu_testing.h"
 #include "sanitizer_sizes.h"
 
@@ -25,35 +26,12 @@ namespace {
 
 using testing::DeviceArray;
 
-// exact_distances.h's key, on the CPU: the same float operations in the same order.
-float exact_key(bool l2, const float* x, const float* y, int64_t dim) {
-  float acc = 0.f;
-  for (int64_t i = 0; i < dim; ++i) {
-    if (l2) {
-      const float t = x[i] - y[i];
-      acc = std::fma(t, t, acc);
-    } else {
-      acc = std::fma(x[i], y[i], acc);
-    }
-  }
-  return l2 ? acc : -acc;
-}
+using Problem = testing::KnnProblem;
 
-struct Problem {
-  int64_t n, dim, nq;
-  Metric metric;
-  std::vector<float> base, queries;
-};
+float exact_key(bool l2, const float* x, const float* y, int64_t dim) { return testing::fma_key(l2, x, y, dim); }
 
 Problem uniform(int64_t n, int64_t dim, int64_t nq, Metric metric, uint32_t seed, float offset = 0.f) {
-  Problem p{n, dim, nq, metric, testing::uniform_vectors(n, dim, seed), testing::uniform_vectors(nq, dim, seed + 1)};
-  for (auto& v : p.base) v += offset;
-  for (auto& v : p.queries) v += offset;
-  if (metric == Metric::cosine) {
-    testing::normalize(p.base, dim);
-    testing::normalize(p.queries, dim);
-  }
-  return p;
+  return testing::uniform_problem(n, dim, nq, metric, seed, offset);
 }
 
 // `centres` random points, each with many copies moved by `noise`: distances among a centre's

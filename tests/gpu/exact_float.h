@@ -1,0 +1,54 @@
+// The exact search's float32 results on the CPU, for the GPU tests that compare bit for bit: the
+// sums of cuda/flat/exact_distances.h (one fixed order, fused multiply-adds), and the uniform
+// problems the k-NN tests share.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "cpp/core/metric.h"
+#include "gpu_testing.h"
+
+namespace quiver::testing {
+
+// The squared distance (l2) or the product, as exact_distances.h sums it.
+inline float fma_value(bool l2, const float* x, const float* y, int64_t dim) {
+  float acc = 0.f;
+  for (int64_t i = 0; i < dim; ++i) {
+    if (l2) {
+      const float t = x[i] - y[i];
+      acc = std::fma(t, t, acc);
+    } else {
+      acc = std::fma(x[i], y[i], acc);
+    }
+  }
+  return acc;
+}
+
+// The same as a key, smaller is closer.
+inline float fma_key(bool l2, const float* x, const float* y, int64_t dim) {
+  const float v = fma_value(l2, x, y, dim);
+  return l2 ? v : -v;
+}
+
+struct KnnProblem {
+  int64_t n, dim, nq;
+  Metric metric;
+  std::vector<float> base, queries;
+};
+
+// Uniform rows and queries moved by `offset` (cosine: normalised).
+inline KnnProblem uniform_problem(int64_t n, int64_t dim, int64_t nq, Metric metric, uint32_t seed,
+                                  float offset = 0.f) {
+  KnnProblem p{n, dim, nq, metric, uniform_vectors(n, dim, seed), uniform_vectors(nq, dim, seed + 1)};
+  for (auto& v : p.base) v += offset;
+  for (auto& v : p.queries) v += offset;
+  if (metric == Metric::cosine) {
+    normalize(p.base, dim);
+    normalize(p.queries, dim);
+  }
+  return p;
+}
+
+}  // namespace quiver::testing
