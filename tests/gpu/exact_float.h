@@ -3,8 +3,10 @@
 // problems the k-NN tests share.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "cpp/core/metric.h"
@@ -49,6 +51,27 @@ inline KnnProblem uniform_problem(int64_t n, int64_t dim, int64_t nq, Metric met
     normalize(p.queries, dim);
   }
   return p;
+}
+
+// The exact result: nq x k distances and ids (ties to the smaller row), padded with the metric's
+// missing distance and -1; rows the filter (null: none) leaves out are skipped.
+inline void exact_knn_reference(const KnnProblem& p, int64_t k, const std::vector<uint8_t>* filter,
+                                std::vector<float>& dist, std::vector<int64_t>& ids) {
+  const bool l2 = p.metric == Metric::l2;
+  dist.assign(size_t(p.nq * k), missing_distance(p.metric));
+  ids.assign(size_t(p.nq * k), -1);
+  std::vector<std::pair<float, int64_t>> all;
+  for (int64_t q = 0; q < p.nq; ++q) {
+    all.clear();
+    for (int64_t j = 0; j < p.n; ++j)
+      if (allowed(filter, j)) all.push_back({fma_key(l2, &p.queries[q * p.dim], &p.base[j * p.dim], p.dim), j});
+    const size_t top = std::min(all.size(), size_t(k));
+    std::partial_sort(all.begin(), all.begin() + top, all.end());
+    for (size_t i = 0; i < top; ++i) {
+      dist[q * k + i] = l2 ? all[i].first : -all[i].first;
+      ids[q * k + i] = all[i].second;
+    }
+  }
 }
 
 }  // namespace quiver::testing

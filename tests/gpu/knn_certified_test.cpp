@@ -28,12 +28,6 @@ using testing::DeviceArray;
 
 using Problem = testing::KnnProblem;
 
-float exact_key(bool l2, const float* x, const float* y, int64_t dim) { return testing::fma_key(l2, x, y, dim); }
-
-Problem uniform(int64_t n, int64_t dim, int64_t nq, Metric metric, uint32_t seed, float offset = 0.f) {
-  return testing::uniform_problem(n, dim, nq, metric, seed, offset);
-}
-
 // `centres` random points, each with many copies moved by `noise`: distances among a centre's
 // copies differ far below TF32's (and for small noise float's) resolution of the inner products.
 Problem near_duplicates(int64_t n, int64_t dim, int64_t nq, Metric metric, int64_t centres, float noise,
@@ -58,31 +52,11 @@ Problem near_duplicates(int64_t n, int64_t dim, int64_t nq, Metric metric, int64
   return p;
 }
 
-// The exact result: nq x k distances and ids, padded with the metric's missing distance and -1.
-void reference(const Problem& p, int64_t k, const std::vector<uint8_t>* filter, std::vector<float>& dist,
-               std::vector<int64_t>& ids) {
-  const bool l2 = p.metric == Metric::l2;
-  dist.assign(size_t(p.nq * k), missing_distance(p.metric));
-  ids.assign(size_t(p.nq * k), -1);
-  std::vector<std::pair<float, int64_t>> all;
-  for (int64_t q = 0; q < p.nq; ++q) {
-    all.clear();
-    for (int64_t j = 0; j < p.n; ++j)
-      if (testing::allowed(filter, j)) all.push_back({exact_key(l2, &p.queries[q * p.dim], &p.base[j * p.dim], p.dim), j});
-    const size_t top = std::min(all.size(), size_t(k));
-    std::partial_sort(all.begin(), all.begin() + top, all.end());
-    for (size_t i = 0; i < top; ++i) {
-      dist[q * k + i] = l2 ? all[i].first : -all[i].first;
-      ids[q * k + i] = all[i].second;
-    }
-  }
-}
-
 void expect_exact(const Problem& p, int64_t k, const std::vector<float>& dist, const std::vector<int64_t>& ids,
                   const std::vector<uint8_t>* filter = nullptr) {
   std::vector<float> want_d;
   std::vector<int64_t> want_i;
-  reference(p, k, filter, want_d, want_i);
+  testing::exact_knn_reference(p, k, filter, want_d, want_i);
   for (int64_t q = 0; q < p.nq; ++q) {
     for (int64_t i = 0; i < k; ++i) {
       const size_t e = size_t(q * k + i);
@@ -116,7 +90,7 @@ TEST(GpuKnnCertified, ExactForEveryKAndMetric) {
     for (int64_t nq : {40, 7}) {  // the TF32 pass, the SGEMM pass
       for (int64_t k : {1, 7, 16, 17, 100, 1000, 1024, 1639, 1640, 2048}) {
         SCOPED_TRACE(::testing::Message() << metric_name(metric) << " nq " << nq << " k " << k);
-        const Problem p = uniform(3001, 33, nq, metric, seed++);
+        const Problem p = testing::uniform_problem(3001, 33, nq, metric, seed++);
         const Output o = search(resources, p, k);
         const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
         EXPECT_EQ(answered(c), nq);
@@ -137,7 +111,7 @@ TEST(GpuKnnCertified, CertifiesTheBenchmarkShapeWithTf32) {
   gpu::Resources& resources = testing::shared_resources();
   for (int64_t k : {10, 100}) {
     // 260 queries: the TF32 pass runs as one kernel (cuda/flat/tf32_select.h).
-    const Problem p = uniform(testing::sized(50000, 12000), 128, 260, Metric::l2, 7);
+    const Problem p = testing::uniform_problem(testing::sized(50000, 12000), 128, 260, Metric::l2, 7);
     const Output o = search(resources, p, k);
     EXPECT_EQ(gpu::last_knn_pass_counts().tf32, p.nq) << "k " << k;
     expect_exact(p, k, o.dist, o.ids);
@@ -156,7 +130,7 @@ TEST(GpuKnnCertified, TruncatedSplitsCertifyOrFallBack) {
   for (Metric metric : {Metric::l2, Metric::inner_product}) {
     for (int64_t k : {17, 33, 48}) {
       SCOPED_TRACE(::testing::Message() << metric_name(metric) << " k " << k);
-      const Problem p = uniform(n, 128, nq, metric, uint32_t(20 + k));
+      const Problem p = testing::uniform_problem(n, 128, nq, metric, uint32_t(20 + k));
       const Output o = search(resources, p, k);
       EXPECT_EQ(gpu::last_knn_pass_counts().tf32, nq);
       expect_exact(p, k, o.dist, o.ids);
@@ -202,7 +176,7 @@ TEST(GpuKnnCertified, FewRowsAndOddDimensions) {
                            Shape{2000, 1000, 35, 10}, Shape{5000, 1, 50, 50}, Shape{40, 17, 3, 2048}}) {
       SCOPED_TRACE(::testing::Message() << metric_name(metric) << " n " << s.n << " dim " << s.dim << " nq " << s.nq
                                         << " k " << s.k);
-      const Problem p = uniform(s.n, s.dim, s.nq, metric, seed++);
+      const Problem p = testing::uniform_problem(s.n, s.dim, s.nq, metric, seed++);
       const Output o = search(resources, p, s.k);
       expect_exact(p, s.k, o.dist, o.ids);
     }
@@ -212,7 +186,7 @@ TEST(GpuKnnCertified, FewRowsAndOddDimensions) {
 // Two clusters `offset` apart (+-offset / 2 on every axis): the base's mean is near the origin, so
 // centring (cuda/flat/centring.h) leaves |x| |y| as huge as it was.
 Problem two_clusters(int64_t n, int64_t dim, int64_t nq, Metric metric, uint32_t seed, float offset) {
-  Problem p = uniform(n, dim, nq, metric, seed);
+  Problem p = testing::uniform_problem(n, dim, nq, metric, seed);
   for (int64_t r = 0; r < n; ++r)
     for (int64_t d = 0; d < dim; ++d) p.base[r * dim + d] += r % 2 == 0 ? offset / 2 : -offset / 2;
   for (int64_t r = 0; r < nq; ++r)
@@ -230,14 +204,14 @@ TEST(GpuKnnCertified, ExactWhereTheBoundsFail) {
     for (int64_t k : {1, 10, 300}) {
       SCOPED_TRACE(::testing::Message() << metric_name(metric) << " k " << k);
       const Problem huge = metric == Metric::l2 ? two_clusters(4000, 24, 50, metric, 11, 2e4f)
-                                                : uniform(4000, 24, 50, metric, 11, 1e4f);
+                                                : testing::uniform_problem(4000, 24, 50, metric, 11, 1e4f);
       const Output o = search(resources, huge, k);
       const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
       EXPECT_EQ(answered(c), huge.nq);
       if (metric == Metric::l2) EXPECT_EQ(c.direct, huge.nq);
       expect_exact(huge, k, o.dist, o.ids);
 
-      const Problem moderate = uniform(4000, 24, 50, metric, 12, 30.f);
+      const Problem moderate = testing::uniform_problem(4000, 24, 50, metric, 12, 30.f);
       const Output m = search(resources, moderate, k);
       EXPECT_EQ(answered(gpu::last_knn_pass_counts()), moderate.nq);
       expect_exact(moderate, k, m.dist, m.ids);
@@ -343,7 +317,7 @@ TEST(GpuKnnCertified, AppliesTheRowFilter) {
   for (float offset : {0.f, 1e4f}) {
     for (int64_t k : {5, 100, 1000}) {
       SCOPED_TRACE(::testing::Message() << "offset " << offset << " k " << k);
-      const Problem p = uniform(6000, 20, 45, Metric::l2, 31, offset);
+      const Problem p = testing::uniform_problem(6000, 20, 45, Metric::l2, 31, offset);
       std::vector<uint8_t> bits(size_t(p.n / 8 - 10));  // stops before n: the last rows are excluded
       for (auto& b : bits) b = uint8_t((gen() % 2 == 0 ? 1u : 0u) << (gen() % 8));
       const Output o = search(resources, p, k, &bits);
@@ -359,7 +333,7 @@ TEST(GpuKnnCertified, AcceptsHostDevicePinnedAndMixedPointers) {
   gpu::Resources& resources = testing::shared_resources();
   for (float offset : {0.f, 1e4f}) {
     SCOPED_TRACE(::testing::Message() << "offset " << offset);
-    const Problem p = uniform(4000, 50, 64, Metric::l2, 77, offset);
+    const Problem p = testing::uniform_problem(4000, 50, 64, Metric::l2, 77, offset);
     const int64_t k = 32;
     std::vector<float> norms(size_t(p.n));
     for (int64_t j = 0; j < p.n; ++j)
@@ -404,7 +378,7 @@ TEST(GpuKnnCertified, AMatrixKeepsTheStatisticsOfItsRows) {
   QV_REQUIRE_GPU();
   gpu::Resources& resources = testing::shared_resources();
   const int64_t k = 10;
-  Problem p = uniform(testing::sized(6000, 3000), 64, 300, Metric::l2, 31);
+  Problem p = testing::uniform_problem(testing::sized(6000, 3000), 64, 300, Metric::l2, 31);
   for (int64_t i = 0; i < p.dim; ++i) p.base[size_t(17 * p.dim + i)] *= 3.f;  // the largest row
   auto matrix = gpu::make_matrix(resources, p.dim);
   const int64_t first = p.n / 3;
@@ -462,7 +436,7 @@ TEST(GpuKnnCertified, SmallTilesAndStreamedBase) {
       for (int64_t k : {10, 100, 1500}) {
         SCOPED_TRACE(::testing::Message() << (resources == streamed.get() ? "streamed" : "tiled") << " offset "
                                           << offset << " k " << k);
-        const Problem p = uniform(20011, 12, 37, Metric::l2, 41, offset);
+        const Problem p = testing::uniform_problem(20011, 12, 37, Metric::l2, 41, offset);
         const Output o = search(*resources, p, k);
         expect_exact(p, k, o.dist, o.ids);
       }

@@ -26,12 +26,6 @@ using testing::DeviceArray;
 
 using Problem = testing::KnnProblem;
 
-float exact_key(bool l2, const float* x, const float* y, int64_t dim) { return testing::fma_key(l2, x, y, dim); }
-
-Problem uniform(int64_t n, int64_t dim, int64_t nq, Metric metric, uint32_t seed, float offset = 0.f) {
-  return testing::uniform_problem(n, dim, nq, metric, seed, offset);
-}
-
 struct Output {
   std::vector<float> dist;
   std::vector<int64_t> ids;
@@ -39,20 +33,8 @@ struct Output {
 
 // The exact result: nq x k, padded with the metric's missing distance and -1.
 Output reference(const Problem& p, int64_t k, const std::vector<uint8_t>* filter) {
-  const bool l2 = p.metric == Metric::l2;
-  Output o{std::vector<float>(size_t(p.nq * k), missing_distance(p.metric)), std::vector<int64_t>(size_t(p.nq * k), -1)};
-  std::vector<std::pair<float, int64_t>> all;
-  for (int64_t q = 0; q < p.nq; ++q) {
-    all.clear();
-    for (int64_t j = 0; j < p.n; ++j)
-      if (testing::allowed(filter, j)) all.push_back({exact_key(l2, &p.queries[q * p.dim], &p.base[j * p.dim], p.dim), j});
-    const size_t top = std::min(all.size(), size_t(k));
-    std::partial_sort(all.begin(), all.begin() + top, all.end());
-    for (size_t i = 0; i < top; ++i) {
-      o.dist[q * k + i] = l2 ? all[i].first : -all[i].first;
-      o.ids[q * k + i] = all[i].second;
-    }
-  }
+  Output o;
+  testing::exact_knn_reference(p, k, filter, o.dist, o.ids);
   return o;
 }
 
@@ -130,7 +112,7 @@ TEST(GpuKnnGemv, AwkwardShapesEveryMetric) {
   for (const Shape& s : shapes) {
     SCOPED_TRACE(::testing::Message() << "n " << s.n << " dim " << s.dim << " nq " << s.nq << " k " << s.k << " "
                                       << metric_name(s.metric));
-    check(uniform(s.n, s.dim, s.nq, s.metric, seed += 2), s.k);
+    check(testing::uniform_problem(s.n, s.dim, s.nq, s.metric, seed += 2), s.k);
   }
 }
 
@@ -157,7 +139,7 @@ TEST(GpuKnnGemv, Filters) {
   std::mt19937 gen(3);
   for (Metric metric : {Metric::l2, Metric::inner_product}) {
     SCOPED_TRACE(metric_name(metric));
-    const Problem p = uniform(n, 64, 3, metric, 41);
+    const Problem p = testing::uniform_problem(n, 64, 3, metric, 41);
     // About 30% of the rows.
     std::vector<uint8_t> some(size_t((n + 7) / 8));
     for (auto& b : some) b = static_cast<uint8_t>(gen() & gen());
@@ -179,8 +161,8 @@ TEST(GpuKnnGemv, Filters) {
 // certify, and the direct pass answers what it leaves. Exact either way.
 TEST(GpuKnnGemv, FarFromTheOrigin) {
   QV_REQUIRE_GPU();
-  check(uniform(testing::sized(4001, 1001), 32, 2, Metric::l2, 51, 1000.f), 10);
-  check(uniform(testing::sized(4001, 1001), 32, 1, Metric::l2, 53, 30.f), 10);
+  check(testing::uniform_problem(testing::sized(4001, 1001), 32, 2, Metric::l2, 51, 1000.f), 10);
+  check(testing::uniform_problem(testing::sized(4001, 1001), 32, 1, Metric::l2, 53, 30.f), 10);
 }
 
 // What the pass does not take runs as before: five queries, 65 candidates (k = 49), queries beyond
@@ -192,10 +174,10 @@ TEST(GpuKnnGemv, OnlySmallBatchesAndCandidateCounts) {
   EXPECT_FALSE(gpu::gemv_select_fits(1, 128, 65));
   EXPECT_FALSE(gpu::gemv_select_fits(4, 1100, 26));  // the queries' floats beyond its shared memory
   const int64_t n = testing::sized(2003, 503);
-  check(uniform(n, 32, gpu::kGemvSelectMaxQueries + 1, Metric::l2, 61), 10, nullptr, false);
-  check(uniform(n, 1100, 4, Metric::l2, 67), 10, nullptr, false);
-  check(uniform(n, 32, 2, Metric::l2, 63), 49, nullptr, false);
-  const Problem p = uniform(n, 32, 2, Metric::l2, 65);
+  check(testing::uniform_problem(n, 32, gpu::kGemvSelectMaxQueries + 1, Metric::l2, 61), 10, nullptr, false);
+  check(testing::uniform_problem(n, 1100, 4, Metric::l2, 67), 10, nullptr, false);
+  check(testing::uniform_problem(n, 32, 2, Metric::l2, 63), 49, nullptr, false);
+  const Problem p = testing::uniform_problem(n, 32, 2, Metric::l2, 65);
   std::vector<float> d(size_t(p.nq * 10));
   std::vector<int64_t> ids(size_t(p.nq * 10));
   gpu::knn(testing::shared_resources(), p.metric, p.base.data(), nullptr, p.n, p.dim, p.queries.data(), p.nq, 10,
@@ -206,7 +188,7 @@ TEST(GpuKnnGemv, OnlySmallBatchesAndCandidateCounts) {
 // A device base one float past an aligned address: the float kernel (no 16-byte loads).
 TEST(GpuKnnGemv, UnalignedDeviceBase) {
   QV_REQUIRE_GPU();
-  const Problem p = uniform(testing::sized(3001, 1001), 8, 3, Metric::l2, 71);
+  const Problem p = testing::uniform_problem(testing::sized(3001, 1001), 8, 3, Metric::l2, 71);
   std::vector<float> shifted(p.base.size() + 1, 0.f);
   std::copy(p.base.begin(), p.base.end(), shifted.begin() + 1);
   DeviceArray<float> base(shifted);
@@ -219,7 +201,7 @@ TEST(GpuKnnGemv, ManyBlocks) {
   const int64_t n = testing::sized(300007, 40009);
   for (int64_t nq : {1, 4}) {
     SCOPED_TRACE(::testing::Message() << "nq " << nq);
-    const Problem p = uniform(n, 128, nq, Metric::l2, uint32_t(80 + nq));
+    const Problem p = testing::uniform_problem(n, 128, nq, Metric::l2, uint32_t(80 + nq));
     DeviceArray<float> base(p.base);
     check(p, 10, nullptr, true, base.get());
   }
@@ -229,7 +211,7 @@ TEST(GpuKnnGemv, ManyBlocks) {
 TEST(GpuKnnGemv, DeviceMatrix) {
   QV_REQUIRE_GPU();
   gpu::Resources& resources = testing::shared_resources();
-  const Problem p = uniform(testing::sized(20011, 4001), 96, 2, Metric::l2, 91);
+  const Problem p = testing::uniform_problem(testing::sized(20011, 4001), 96, 2, Metric::l2, 91);
   auto matrix = gpu::make_matrix(resources, p.dim);
   gpu::matrix_append(resources, *matrix, p.n, p.base.data());
   Output got{std::vector<float>(size_t(p.nq * 10)), std::vector<int64_t>(size_t(p.nq * 10))};

@@ -19,6 +19,7 @@
 #include "cpp/backend/gpu_metric.h"
 #include "cpp/core/error.h"
 #include "gpu_testing.h"
+#include "row_filters.h"
 #include "sanitizer_sizes.h"
 
 namespace quiver::testing {
@@ -186,26 +187,7 @@ Index make_index(gpu::Resources& resources, Metric metric, const Space& space, i
 
 // ---- filters and searches ----------------------------------------------------------------------------
 
-struct Filter {
-  bool on = false;
-  std::vector<uint8_t> bits;
-  int64_t nbits = 0;
-  gpu::RowFilter view() const { return on ? gpu::RowFilter{bits.data(), nbits} : gpu::RowFilter{}; }
-  bool allows(int64_t row) const { return !on || (row < nbits && ((bits[size_t(row >> 3)] >> (row & 7)) & 1)); }
-};
-
-// About `keep` of the rows allowed, and only rows below nbits.
-Filter random_filter(int64_t nbits, double keep, uint32_t seed) {
-  Filter f;
-  f.on = true;
-  f.nbits = nbits;
-  f.bits.assign(size_t((nbits + 7) / 8 + 1), 0);
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  for (int64_t r = 0; r < nbits; ++r)
-    if (u(gen) < keep) f.bits[size_t(r >> 3)] |= uint8_t(1u << (r & 7));
-  return f;
-}
+using Filter = TestFilter;
 
 struct Knn {
   std::vector<float> distances;

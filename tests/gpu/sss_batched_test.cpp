@@ -15,6 +15,7 @@
 #include "cpp/backend/gpu_metric.h"
 #include "cpp/core/error.h"
 #include "gpu_testing.h"
+#include "row_filters.h"
 #include "sanitizer_sizes.h"
 
 namespace quiver::testing {
@@ -102,25 +103,7 @@ float quantile_radius(Metric metric, const Space& s, const std::vector<float>& q
   return float(d[std::min(d.size() - 1, size_t(fraction * double(d.size())))]);
 }
 
-struct Filter {
-  bool on = false;
-  std::vector<uint8_t> bits;
-  int64_t nbits = 0;
-  gpu::RowFilter view() const { return on ? gpu::RowFilter{bits.data(), nbits} : gpu::RowFilter{}; }
-};
-
-// About `keep` of rows 0 .. nbits-1 allowed (rows from nbits on are not).
-Filter random_filter(int64_t nbits, double keep, uint32_t seed) {
-  Filter f;
-  f.on = true;
-  f.nbits = nbits;
-  f.bits.assign(size_t((nbits + 7) / 8 + 1), 0);
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  for (int64_t r = 0; r < nbits; ++r)
-    if (u(gen) < keep) f.bits[size_t(r >> 3)] |= uint8_t(1u << (r & 7));
-  return f;
-}
+using Filter = TestFilter;
 
 gpu::MetricHits range(gpu::Resources& resources, const Space& s, MetricMethod method, const std::vector<float>& q,
                       float radius, const Filter& filter, int64_t cap = 0) {
