@@ -383,7 +383,7 @@ struct Pass {
   cudaStream_t search_tile(int64_t q0, int64_t rows, int64_t c0, int64_t cols, const void* tile_y, const float* bias);
   cudaStream_t search_fused(int64_t q0, int64_t rows, const float* part, const float* part_norms, int64_t first_row,
                             int64_t count);
-  cudaStream_t search_gemv();
+  void search_gemv();
   void upload_chunk(int64_t chunk);
   struct ChunkOperands {
     const void* gemm_y = nullptr;  // the chunk's tile operand (floats or half copy)
@@ -479,7 +479,6 @@ struct Pass {
   // ---- plan_search ----
   bool gemv = false;  // the GEMV pass of a small batch (gemv_select.h), gemv_blocks lists a query
   int64_t gemv_blocks = 0;
-  bool inputs_recorded = false;  // inputs_event is recorded already (the GEMV pass starts early)
   bool fused = false;
   int64_t split_kc = 0;  // fused: candidates each split keeps (kc, or fewer: truncated)
   TilePlan plan{};
@@ -760,7 +759,7 @@ void Pass::allocate_results() {
 // those an index's DeviceMatrix keeps, where the pass reads uncentred rows: a small batch's search
 // then reads the base once); a base searched in chunks with each chunk (stream 0).
 void Pass::start_streams() {
-  if (!inputs_recorded) QV_CUDA_CHECK(cudaEventRecord(inputs_event(), s0));
+  if (!gemv) QV_CUDA_CHECK(cudaEventRecord(inputs_event(), s0));  // search_gemv recorded it already
   QV_CUDA_CHECK(cudaStreamWaitEvent(resources.stream(1), inputs_event(), 0));
   if (!spec.certify) return;
   cudaStream_t s1 = resources.stream(1);
@@ -861,13 +860,11 @@ cudaStream_t Pass::search_fused(int64_t q0, int64_t rows, const float* part, con
 // the certificate's statistics then overlap the kernel's read of the base, not precede it; the
 // statistics still start from the inputs. (Their kernels may wait for SMs until the GEMV's
 // persistent blocks end; the other order was not measured against this one.)
-cudaStream_t Pass::search_gemv() {
+void Pass::search_gemv() {
   QV_CUDA_CHECK(cudaEventRecord(inputs_event(), s0));
-  inputs_recorded = true;
   const uint8_t* filter = sh.filter.bits != nullptr ? sh.filter_copy.get() : nullptr;
   launch_gemv_select(xc, nq, yc, l2 ? yc_norms : nullptr, n, dim, kc, filter, sh.filter.nbits, gemv_blocks,
                      gemv_keys.get(), gemv_rows.get(), best_keys.get(), best_rows.get(), y, s0);
-  return s0;
 }
 
 // A base on the device: each query tile against every base tile (or the fused kernel, or the GEMV

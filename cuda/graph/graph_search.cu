@@ -1028,14 +1028,13 @@ void run_search(Resources& resources, const GraphDevice& graph, int64_t nq, cons
   }
   PoolBuffer<float> layer_keys;
   PoolBuffer<int64_t> starts;
-  if (graph.layer && graph.layer->codes.size() == 0 && nq * graph.dim <= kMaxLayerScanQueryFloats &&
-      graph.layer_starts <= kMaxLayerScanStarts) {
-    starts = PoolBuffer<int64_t>(pool, nq * graph.layer_starts);
-    scan_layer(*graph.layer, graph.layer_starts, nq, q_dev.get(), starts.get(), pool, stream);
-    a.query_entries = starts.get();
-    a.query_entry_count = int(graph.layer_starts);
-  } else if (graph.layer) {
-    walk_layer(resources, graph, options, nq, q_dev.get(), layer_keys, starts);
+  if (graph.layer) {
+    if (layer_scan_applies(*graph.layer, graph.layer_starts, nq)) {
+      starts = PoolBuffer<int64_t>(pool, nq * graph.layer_starts);
+      scan_layer(*graph.layer, graph.layer_starts, nq, q_dev.get(), starts.get(), pool, stream);
+    } else {
+      walk_layer(resources, graph, options, nq, q_dev.get(), layer_keys, starts);
+    }
     a.query_entries = starts.get();
     a.query_entry_count = int(graph.layer_starts);
   }

@@ -25,6 +25,12 @@ constexpr int64_t kMaxLayerScanStarts = 8;
 // Batches of nq x dim up to this scan the layer (32 queries of 128 floats, 5 of 784).
 constexpr int64_t kMaxLayerScanQueryFloats = 4096;
 
+// Whether a batch of nq queries scans `layer` for `starts` rows a query (else it walks it): a layer
+// of vectors (a hashed layer holds codes), a small batch, few starts.
+inline bool layer_scan_applies(const GraphDevice& layer, int64_t starts, int64_t nq) {
+  return layer.codes.size() == 0 && nq * layer.dim <= kMaxLayerScanQueryFloats && starts <= kMaxLayerScanStarts;
+}
+
 // For each of nq queries (device, nq x layer.dim floats), the `starts` layer rows closest to it by
 // the layer's metric (L2, or the largest inner product), ties to the smaller row, written as rows
 // of the graph (the layer's ids) to out (device, nq x starts; -1 past the layer's rows). Queued on

@@ -45,12 +45,7 @@ __device__ __forceinline__ void emit(const ScanArgs& a, int64_t o, bool hit, int
   if (lane == leader) first = atomicAdd(a.hit_count + o, static_cast<unsigned long long>(__popc(mask)));
   first = __shfl_sync(kAllLanes, first, leader);
   if (!hit) return;
-  const unsigned long long at = first + unsigned(__popc(mask & ((1u << lane) - 1u)));
-  const int64_t capacity = a.hit_capacities != nullptr ? a.hit_capacities[o] : a.hit_capacity;
-  if (at >= static_cast<unsigned long long>(capacity)) return;
-  const int64_t slot = (a.hit_offset != nullptr ? a.hit_offset[o] : o * a.hit_capacity) + int64_t(at);
-  a.hit_rows[slot] = row;
-  a.hit_distances[slot] = d;
+  store_hit(a, o, first + unsigned(__popc(mask & ((1u << lane) - 1u))), row, d);
 }
 
 // One evaluated candidate (or none, valid false): its key, or its hit. Every lane calls it.

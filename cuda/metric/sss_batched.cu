@@ -98,9 +98,9 @@ __device__ __forceinline__ void append(uint16_t* list, int* count, bool keep, ui
   if (keep) list[base + __popc(ballot & ((1u << lane) - 1u))] = pair;
 }
 
-// Appends (row, d) to query o's hits where `hit`, as metric_scan.cu's emit does for block o: the
-// buffer at hit_offset[o] (else o * hit_capacity) of hit_capacities[o] (else hit_capacity) hits,
-// the count going on past it. Every lane calls it; one atomic per query a warp.
+// Appends (row, d) to query o's hits where `hit` (store_hit), as metric_scan.cu's emit does for
+// block o, but the warp's lanes may hold different queries. Every lane calls it; one atomic per
+// query a warp.
 __device__ __forceinline__ void emit_hit(const ScanArgs& a, bool hit, int64_t o, int32_t row, float d, int lane) {
   const unsigned hits = __ballot_sync(kAllLanes, hit);
   if (!hit) return;
@@ -109,12 +109,7 @@ __device__ __forceinline__ void emit_hit(const ScanArgs& a, bool hit, int64_t o,
   unsigned long long first = 0;
   if (lane == leader) first = atomicAdd(a.hit_count + o, static_cast<unsigned long long>(__popc(peers)));
   first = __shfl_sync(peers, first, leader);
-  const unsigned long long at = first + unsigned(__popc(peers & ((1u << lane) - 1u)));
-  const int64_t capacity = a.hit_capacities != nullptr ? a.hit_capacities[o] : a.hit_capacity;
-  if (at >= static_cast<unsigned long long>(capacity)) return;
-  const int64_t slot = (a.hit_offset != nullptr ? a.hit_offset[o] : o * a.hit_capacity) + int64_t(at);
-  a.hit_rows[slot] = row;
-  a.hit_distances[slot] = d;
+  store_hit(a, o, first + unsigned(__popc(peers & ((1u << lane) - 1u))), row, d);
 }
 
 // Block (x, y): rows x * kTileRows .., queries o = y * kTileQueries .. (of 0 .. queries-1).
