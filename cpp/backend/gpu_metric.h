@@ -75,6 +75,9 @@ struct MetricHits {
   std::vector<int64_t> lims;
   ResultVector<int64_t> rows;
   ResultVector<float> distances;
+  // L2 spaces: each hit's squared distance, the float cpp/distance/vectors.h's squared_l2 gives for
+  // the pair (the same operations in the same order); empty for the other metrics.
+  ResultVector<float> squared;
   std::vector<int64_t> evaluations;  // per query: distances computed (centres, pivots, objects)
 };
 

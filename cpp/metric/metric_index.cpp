@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -23,6 +24,8 @@ constexpr int64_t kQueriesPerTask = 64;
 // L2 hits whose rows are prefetched ahead of the one recomputed: each reads a row the device chose,
 // rarely in cache.
 constexpr int64_t kPrefetchAhead = 4;
+// The device's squared distances checked against the host's: the first hit of every this many queries.
+constexpr int64_t kCheckedQueryStride = 64;
 constexpr int64_t kCacheLine = 64;
 
 // task(q0, q1) for runs of kQueriesPerTask queries of 0 .. nq-1, on the pool.
@@ -256,9 +259,21 @@ MetricIndex::RowHits MetricIndex::gpu_range(const Objects& queries, float r, con
   RowHits out;
   out.lims = found.lims;
   out.hits.resize(found.rows.size());
+  const bool squared = !found.squared.empty();
+  const float* distances = squared ? found.squared.data() : found.distances.data();
   for_query_runs(context().pool(), queries.n, [&](int64_t q0, int64_t q1) {
-    for (int64_t i = found.lims[q0]; i < found.lims[q1]; ++i) out.hits[i] = {found.distances[i], found.rows[i]};
+    for (int64_t i = found.lims[q0]; i < found.lims[q1]; ++i) out.hits[i] = {distances[i], found.rows[i]};
   });
+  // The device's squared distances are the host's floats (gpu_metric.h); a sample of them is checked,
+  // and should one differ (a host build that fuses its multiply-adds), the host recomputes them all.
+  out.caller_units = squared;
+  const Objects objects = objects_.view();
+  for (int64_t q = 0; out.caller_units && q < queries.n; q += kCheckedQueryStride) {
+    if (found.lims[q] == found.lims[q + 1]) continue;
+    const MetricHit& h = out.hits[found.lims[q]];
+    const float host = squared_l2(queries.vector(q), objects.vector(h.row), dim());
+    out.caller_units = std::memcmp(&host, &h.distance, sizeof(float)) == 0;
+  }
   int64_t evaluations = 0;
   for (int64_t e : found.evaluations) evaluations += e;
   last_evaluations_ = evaluations;
@@ -271,15 +286,17 @@ RangeResult MetricIndex::range_objects(const Objects& queries, float radius, con
   if (squared && radius < 0.0f) return RangeResult{std::vector<int64_t>(static_cast<size_t>(queries.n + 1), 0), {}, {}};
   const float r = squared ? std::sqrt(radius) : radius;
   RowHits found = device_copy_current_ && count() > 0 ? gpu_range(queries, r, options) : cpu_range(queries, r, options);
-  // Per query, in parallel: the caller's units, then the hits the square root rounded in dropped
-  // (marked with row -1); lims counts the hits kept, then becomes their offsets.
+  // Per query, in parallel: the caller's units (squared distances, in their order), then the hits
+  // the square root rounded in dropped (marked with row -1); lims counts the hits kept, then becomes
+  // their offsets.
   RangeResult result;
   result.lims.assign(static_cast<size_t>(queries.n + 1), 0);
   for_query_runs(context().pool(), queries.n, [&](int64_t q0, int64_t q1) {
     for (int64_t q = q0; q < q1; ++q) {
       MetricHit* begin = found.hits.data() + found.lims[q];
       MetricHit* end = found.hits.data() + found.lims[q + 1];
-      to_caller_units(queries, q, begin, end);
+      if (!found.caller_units) to_caller_units(queries, q, begin, end);
+      else if (!std::is_sorted(begin, end)) std::sort(begin, end);
       int64_t kept = end - begin;
       if (squared)
         for (MetricHit* h = begin; h != end; ++h)

@@ -62,6 +62,7 @@ class MetricIndex final : public Index {
   struct RowHits {
     std::vector<int64_t> lims;
     ResultVector<MetricHit> hits;  // result_memory.h: a large result's pages are not faulted in anew
+    bool caller_units = false;     // distances already squared for L2 (by the device), maybe out of order
   };
   RowHits cpu_range(const Objects& queries, float r, const SearchOptions& options) const;
   RowHits gpu_range(const Objects& queries, float r, const SearchOptions& options) const;

@@ -7,7 +7,8 @@
 // found again by a second scan into exactly sized room where they did not (so device memory stays
 // within the tile budget whatever the radius: the pass of a large result costs a second scan, not
 // memory). Each query's hits are sorted by (distance, row) on the device (CUB's segmented sort of
-// 64-bit keys, cuda/flat/range_sort.h) and copied straight into the output.
+// 64-bit keys, cuda/flat/range_sort.h) and copied straight into the output, with their squared
+// distances for L2 (squared_hits.h).
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -24,6 +25,7 @@
 #include "cuda/metric/metric_device.h"
 #include "cuda/metric/metric_scan.h"
 #include "cuda/metric/search_plan.h"
+#include "cuda/metric/squared_hits.h"
 #include "cuda/metric/sss_batched.h"
 
 namespace quiver::gpu {
@@ -106,6 +108,7 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
   const int64_t per_query_bytes = (lc ? device.clusters * 4 + 4 : 0) + (sss ? device.pivots * 4 : 0) + 16;
   const bool batched = sss && sss_batched_applies(device, prune, nq);
   const int64_t tile_queries = batched ? kBatchedTileQueries : kMaxTileQueries;
+  const bool squared = device.metric == Metric::l2;
 
   for (int64_t t0 = 0; t0 < nq;) {
     const int64_t t1 = tile_end(scan, t0, nq, per_query_bytes, budget / 2, tile_queries);
@@ -150,6 +153,7 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
     const unsigned long long tile_hits = std::accumulate(count.begin(), count.end(), 0ull);
     out.rows.reserve(out.rows.size() + size_t(tile_hits));
     out.distances.reserve(out.distances.size() + size_t(tile_hits));
+    if (squared) out.squared.reserve(out.squared.size() + size_t(tile_hits));
 
     // The hits, packed densely, a group of queries at a time.
     for (int64_t g0 = 0; g0 < slots;) {
@@ -239,6 +243,14 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
                        size_t(total) * sizeof(int64_t), stream);
       copy_from_device(resources.staging(), resources.device(), out.distances.data() + at, packed_distances.get(),
                        size_t(total) * sizeof(float), stream);
+      if (squared) {  // over the packed rows, read by now
+        float* squared_distances = reinterpret_cast<float*>(packed_rows.get());
+        squared_l2_of_hits(args.query_vectors, t0 + g0, args.vectors, device.dim, unpacked_rows, segment_buffer.get(),
+                           g1 - g0, squared_distances, stream);
+        out.squared.resize(at + size_t(total));
+        copy_from_device(resources.staging(), resources.device(), out.squared.data() + at, squared_distances,
+                         size_t(total) * sizeof(float), stream);
+      }
       for (int64_t s = g0; s < g1; ++s)
         out.lims[size_t(t0 + s + 1)] = out.lims[size_t(t0 + s)] + int64_t(count[size_t(s)]);
       g0 = g1;
