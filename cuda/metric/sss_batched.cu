@@ -70,6 +70,8 @@ constexpr int64_t kMinBatchedQueries = 16;
 
 __device__ __forceinline__ float positive_infinity() { return __int_as_float(0x7f800000); }
 __device__ __forceinline__ float not_a_number() { return __int_as_float(0x7fffffff); }
+// A table entry as staged: an infinite one as a NaN, which no interval comparison excludes.
+__device__ __forceinline__ float staged_entry(float t) { return isinf(t) ? not_a_number() : t; }
 // An interval that keeps every row.
 __device__ __forceinline__ float2 everything() { return make_float2(-positive_infinity(), positive_infinity()); }
 
@@ -139,23 +141,41 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   __syncthreads();
 
   // The staged pivots. Beyond the last pivot (or the last row, or query): t = 0 and an interval
-  // that keeps everything.
-  for (int i = tid; i < kStagedPivots * kTileRows; i += kThreads) {
-    const int p = i / kTileRows, r = i % kTileRows;
-    float t = 0.0f;
-    if (p < staged && row0 + r < a.rows) {
-      t = __ldg(a.table + p * a.rows + row0 + r);
-      if (isinf(t)) t = not_a_number();
+  // that keeps everything. A thread stages four rows of one pivot (a float4 where the tile is whole
+  // and the table's rows are 16-byte aligned), then a quarter of one query's pivots.
+  {
+    constexpr int kRowQuads = kTileRows / 4;
+    static_assert(kStagedPivots * kRowQuads % kThreads == 0, "every thread stages the same number of quads");
+    const bool whole = row0 + kTileRows <= a.rows && a.rows % 4 == 0 && reinterpret_cast<uintptr_t>(a.table) % 16 == 0;
+    const float* tile_table = a.table + row0;
+    for (int i = tid; i < kStagedPivots * kRowQuads; i += kThreads) {
+      const int p = i / kRowQuads, r = (i % kRowQuads) * 4;
+      float4 t = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (p < staged) {
+        const float* from = tile_table + int64_t(p) * a.rows + r;
+        if (whole) {
+          t = __ldg(reinterpret_cast<const float4*>(from));
+        } else {
+          const int64_t left = a.rows - (row0 + r);
+          if (left > 0) t.x = __ldg(from);
+          if (left > 1) t.y = __ldg(from + 1);
+          if (left > 2) t.z = __ldg(from + 2);
+          if (left > 3) t.w = __ldg(from + 3);
+        }
+        t = make_float4(staged_entry(t.x), staged_entry(t.y), staged_entry(t.z), staged_entry(t.w));
+      }
+      *reinterpret_cast<float4*>(&row_pivots[p][r]) = t;
     }
-    row_pivots[p][r] = t;
-  }
-  for (int i = tid; i < kTileQueries * kStagedPivots; i += kThreads) {  // a warp reads one query's row
-    const int q = i / kStagedPivots, p = i % kStagedPivots;
-    const bool known = p < staged && first_query + q < queries;
-    const float d = known ? __ldg(a.pivot_distances + query_slot[q] * pivots + p) : 0.0f;
-    query_pivots[q][p] = d;
-    if (p < kIntervalPivots)
-      intervals[q][p] = known ? kept_interval(d, radius, factors) : everything();
+    static_assert(kThreads == kTileQueries * 4 && kStagedPivots % 4 == 0, "four threads a query");
+    const int q = tid / 4, quarter = tid % 4;
+    const bool known_query = first_query + q < queries;
+    const float* pivot_row = a.pivot_distances + query_slot[q] * pivots;
+    for (int p = quarter; p < kStagedPivots; p += 4) {
+      const bool known = known_query && p < staged;
+      const float d = known ? __ldg(pivot_row + p) : 0.0f;
+      query_pivots[q][p] = d;
+      if (p < kIntervalPivots) intervals[q][p] = known ? kept_interval(d, radius, factors) : everything();
+    }
   }
   __syncthreads();
 
