@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <utility>
 
 #include "cpp/core/error.h"
 #include "cpp/core/thread_pool.h"
@@ -68,8 +70,15 @@ void SssPivots::add_pivots(ThreadPool& pool, const Objects& objects, int64_t fir
       table[row * count + p] = known ? table_[row * old_pivots + p] : query(objects, pivots[p]);
     }
   });
+  // New rows go into the buckets; new pivots among the bucketed ones (or a first build) cut them anew.
+  const bool same_buckets =
+      buckets_.pivots == std::min(count, sss_buckets::kPivots) && rows_ == buckets_.rows && rows_ > 0;
+  SssBuckets buckets = same_buckets ? grown_sss_buckets(buckets_, table.data(), objects.n, count)
+                                    : build_sss_buckets(table.data(), objects.n, count, count);
+  // Nothing changes before here (an allocation that fails leaves the index as it was).
   pivots_ = std::move(pivots);
   table_ = std::move(table);
+  buckets_ = std::move(buckets);
   rows_ = objects.n;
 }
 
@@ -83,9 +92,12 @@ bool SssPivots::erase(const std::vector<int64_t>& rows) {
   table.reserve(static_cast<size_t>((rows_ - static_cast<int64_t>(rows.size())) * count));
   for (int64_t row = 0; row < rows_; ++row)
     if (to[row] >= 0) table.insert(table.end(), table_.begin() + row * count, table_.begin() + (row + 1) * count);
+  const int64_t left = rows_ - static_cast<int64_t>(rows.size());
+  SssBuckets buckets = build_sss_buckets(table.data(), left, count, count);
   for (int64_t& p : pivots_) p = to[p];
   table_ = std::move(table);
-  rows_ -= static_cast<int64_t>(rows.size());
+  buckets_ = std::move(buckets);
+  rows_ = left;
   return true;
 }
 
@@ -100,6 +112,18 @@ bool SssPivots::pivot_excludes(float table_value, float query_value, float r) co
   return bound > r + pruning_slack(metric(), bound + r);
 }
 
+std::pair<float, float> SssPivots::kept_interval(float query_value, float r) const {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  if (!std::isfinite(query_value) || !std::isfinite(r)) return {-kInf, kInf};
+  // pivot_excludes keeps t only if |t - q| <= r + slack(|t - q| + r), slack = 1e-5 of its scale
+  // (query_distance.h): |t - q| <= (r + 1e-5 r + 1e-30) / (1 - 1e-5). Three times the slack, and
+  // as much again of q, cover the rounding of the float test; edit distances are exact integers.
+  const double q = query_value;
+  const double w = metric() == Metric::edit ? double(r)
+                                             : (double(r) * (1 + 3e-5) + 1e-29) / (1 - 3e-5) + 3e-5 * std::fabs(q);
+  return {std::nextafter(float(q - w), -kInf), std::nextafter(float(q + w), kInf)};
+}
+
 bool SssPivots::excluded(int64_t row, const std::vector<float>& dq, float r) const {
   const float* t = table_.data() + row * pivots();
   for (size_t p = 0; p < dq.size(); ++p)
@@ -109,32 +133,39 @@ bool SssPivots::excluded(int64_t row, const std::vector<float>& dq, float r) con
 
 int64_t SssPivots::range(const QueryDistance& query, const Objects& objects, float r, const RowAllowed& allowed,
                          std::vector<MetricHit>& hits) const {
+  using namespace sss_buckets;
   const std::vector<float> dq = pivot_distances(query, objects);
-  const int64_t count = pivots();
-  int64_t evaluations = count;
-  // Rows a block at a time, pivot by pivot: most rows fall to the first few pivots, and the block's
-  // table rows stay in cache while the survivors shrink.
-  constexpr int64_t kBlock = 256;
-  int64_t survivors[kBlock];
-  for (int64_t begin = 0; begin < rows_; begin += kBlock) {
-    const int64_t end = std::min(rows_, begin + kBlock);
-    int64_t kept = 0;
-    for (int64_t row = begin; row < end; ++row) survivors[kept++] = row;
-    for (int64_t p = 0; p < count && kept > 0; ++p) {
-      int64_t next = 0;
-      for (int64_t i = 0; i < kept; ++i) {
-        survivors[next] = survivors[i];
-        next += pivot_excludes(table_[survivors[i] * count + p], dq[p], r) ? 0 : 1;
-      }
-      kept = next;
-    }
-    for (int64_t i = 0; i < kept; ++i) {
-      if (!allowed(survivors[i])) continue;
-      ++evaluations;
-      const float d = query.within(objects, survivors[i], r);
-      if (d <= r) hits.push_back({d, survivors[i]});
-    }
+  int64_t evaluations = pivots();
+  // Per bucketed pivot, the buckets [lo, hi] of the distances that may pass the exact test.
+  int lo[kPivots], hi[kPivots];
+  for (int64_t p = 0; p < buckets_.pivots; ++p) {
+    const float* edges = buckets_.edges.data() + p * kEdges;
+    const std::pair<float, float> kept = kept_interval(dq[p], r);
+    lo[p] = bucket_of(edges, kept.first);
+    hi[p] = bucket_of(edges, kept.second);
   }
+  // The rows every bucketed pivot keeps, a word of 32 rows at a time, pivot after pivot (each
+  // pivot's three lines of words streamed once), then the exact test and the distance for those.
+  const int64_t words = buckets_.words();
+  std::vector<uint32_t> alive(static_cast<size_t>(words), 0u);  // the rows there are
+  for (int64_t w = 0; w < words; ++w) {
+    const int64_t left = rows_ - w * 32;
+    alive[w] = left >= 32 ? ~0u : left <= 0 ? 0u : (1u << left) - 1u;
+  }
+  for (int64_t p = 0; p < buckets_.pivots; ++p) {
+    const uint32_t* at_least_lo = buckets_.at_least(p, lo[p]);
+    const uint32_t* above_hi = buckets_.at_least(p, hi[p] + 1);
+    const uint32_t* wild = buckets_.at_least(p, kBuckets);
+    for (int64_t w = 0; w < words; ++w) alive[w] &= at_least_lo[w] & (~above_hi[w] | wild[w]);
+  }
+  for (int64_t w = 0; w < words; ++w)
+    for (uint32_t bits = alive[w]; bits != 0; bits &= bits - 1) {
+      const int64_t row = w * 32 + __builtin_ctz(bits);
+      if (excluded(row, dq, r) || !allowed(row)) continue;
+      ++evaluations;
+      const float d = query.within(objects, row, r);
+      if (d <= r) hits.push_back({d, row});
+    }
   return evaluations;
 }
 
@@ -159,7 +190,8 @@ int64_t SssPivots::knn(const QueryDistance& query, const Objects& objects, const
 }
 
 int64_t SssPivots::memory_bytes() const {
-  return static_cast<int64_t>(table_.capacity() * sizeof(float) + pivots_.capacity() * sizeof(int64_t));
+  return static_cast<int64_t>(table_.capacity() * sizeof(float) + pivots_.capacity() * sizeof(int64_t)) +
+         buckets_.memory_bytes();
 }
 
 void SssPivots::save(ByteWriter& out) const {
@@ -184,9 +216,11 @@ void SssPivots::load(ByteReader& in, int64_t rows) {
     fail(Status::corrupt_data, "corrupt index: the pivot table exceeds the data");
   std::vector<float> table;
   in.array(table, rows * count, "pivot table");
+  SssBuckets buckets = build_sss_buckets(table.data(), rows, count, count);
   max_distance_ = m[0];
   pivots_ = std::move(pivots);
   table_ = std::move(table);
+  buckets_ = std::move(buckets);
   rows_ = rows;
 }
 

@@ -2,14 +2,18 @@
 // objects in order, an object becomes a pivot when it is farther than alpha x M from every pivot so
 // far (M: the largest distance between objects, estimated on a sample), up to a cap. Every object's
 // distances to the pivots are kept in a table; a query computes its own, and an object x is
-// discarded without a distance when |d(x,p) - d(q,p)| > r for some pivot p.
+// discarded without a distance when |d(x,p) - d(q,p)| > r for some pivot p. A range search tests the
+// first pivots through their bucketed distances (sss_buckets.h) a tile of rows at a time, then the
+// exact test on the rows left.
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "cpp/backend/gpu_metric.h"
 #include "cpp/metric/metric_method.h"
+#include "cpp/metric/sss_buckets.h"
 
 namespace quiver {
 
@@ -34,6 +38,7 @@ class SssPivots final : public MetricMethod {
   void load(ByteReader& in, int64_t rows) override;
 
   int64_t pivots() const { return static_cast<int64_t>(pivots_.size()); }
+  const SssBuckets& buckets() const { return buckets_; }
   gpu::SssTables tables() const;
 
  private:
@@ -43,6 +48,9 @@ class SssPivots final : public MetricMethod {
   std::vector<float> pivot_distances(const QueryDistance& query, const Objects& objects) const;
   // Whether one pivot proves d(q, x) > r: |d(x,p) - d(q,p)| > r, beyond rounding.
   bool pivot_excludes(float table_value, float query_value, float r) const;
+  // The table values t a row may have and pass pivot_excludes for a query at distance query_value
+  // from the pivot, widened outwards (NaN never: infinite ends where either is not finite).
+  std::pair<float, float> kept_interval(float query_value, float r) const;
   // Whether some pivot proves d(q, row) > r.
   bool excluded(int64_t row, const std::vector<float>& dq, float r) const;
 
@@ -52,6 +60,7 @@ class SssPivots final : public MetricMethod {
   std::vector<int64_t> pivots_;    // rows
   std::vector<float> table_;       // rows x pivots
   int64_t rows_ = 0;
+  SssBuckets buckets_;             // of table_
 };
 
 }  // namespace quiver
