@@ -131,31 +131,44 @@ bool SssPivots::excluded(int64_t row, const std::vector<float>& dq, float r) con
   return false;
 }
 
+SssPivots::BucketRanges SssPivots::bucket_ranges(const std::vector<float>& dq, float r) const {
+  BucketRanges ranges;
+  for (int64_t p = 0; p < buckets_.pivots; ++p) {
+    const float* edges = buckets_.edges.data() + p * sss_buckets::kEdges;
+    const std::pair<float, float> kept = kept_interval(dq[p], r);
+    ranges.lo[p] = bucket_of(edges, kept.first);
+    ranges.hi[p] = bucket_of(edges, kept.second);
+  }
+  return ranges;
+}
+
+uint32_t SssPivots::existing_rows(int64_t w) const {
+  const int64_t left = rows_ - w * 32;
+  return left >= 32 ? ~0u : left <= 0 ? 0u : (1u << left) - 1u;
+}
+
+uint32_t SssPivots::kept_word(const BucketRanges& ranges, int64_t w) const {
+  uint32_t alive = existing_rows(w);
+  for (int64_t p = 0; p < buckets_.pivots && alive != 0; ++p)
+    alive &= buckets_.at_least(p, ranges.lo[p])[w] &
+             (~buckets_.at_least(p, ranges.hi[p] + 1)[w] | buckets_.at_least(p, sss_buckets::kBuckets)[w]);
+  return alive;
+}
+
 int64_t SssPivots::range(const QueryDistance& query, const Objects& objects, float r, const RowAllowed& allowed,
                          std::vector<MetricHit>& hits) const {
-  using namespace sss_buckets;
   const std::vector<float> dq = pivot_distances(query, objects);
   int64_t evaluations = pivots();
-  // Per bucketed pivot, the buckets [lo, hi] of the distances that may pass the exact test.
-  int lo[kPivots], hi[kPivots];
-  for (int64_t p = 0; p < buckets_.pivots; ++p) {
-    const float* edges = buckets_.edges.data() + p * kEdges;
-    const std::pair<float, float> kept = kept_interval(dq[p], r);
-    lo[p] = bucket_of(edges, kept.first);
-    hi[p] = bucket_of(edges, kept.second);
-  }
-  // The rows every bucketed pivot keeps, a word of 32 rows at a time, pivot after pivot (each
-  // pivot's three lines of words streamed once), then the exact test and the distance for those.
+  const BucketRanges ranges = bucket_ranges(dq, r);
+  // The rows every bucketed pivot keeps, pivot after pivot over all the words (each pivot's three
+  // lines of words streamed once), then the exact test and the distance for those.
   const int64_t words = buckets_.words();
-  std::vector<uint32_t> alive(static_cast<size_t>(words), 0u);  // the rows there are
-  for (int64_t w = 0; w < words; ++w) {
-    const int64_t left = rows_ - w * 32;
-    alive[w] = left >= 32 ? ~0u : left <= 0 ? 0u : (1u << left) - 1u;
-  }
+  std::vector<uint32_t> alive(static_cast<size_t>(words));
+  for (int64_t w = 0; w < words; ++w) alive[w] = existing_rows(w);
   for (int64_t p = 0; p < buckets_.pivots; ++p) {
-    const uint32_t* at_least_lo = buckets_.at_least(p, lo[p]);
-    const uint32_t* above_hi = buckets_.at_least(p, hi[p] + 1);
-    const uint32_t* wild = buckets_.at_least(p, kBuckets);
+    const uint32_t* at_least_lo = buckets_.at_least(p, ranges.lo[p]);
+    const uint32_t* above_hi = buckets_.at_least(p, ranges.hi[p] + 1);
+    const uint32_t* wild = buckets_.at_least(p, sss_buckets::kBuckets);
     for (int64_t w = 0; w < words; ++w) alive[w] &= at_least_lo[w] & (~above_hi[w] | wild[w]);
   }
   for (int64_t w = 0; w < words; ++w)
@@ -179,12 +192,23 @@ int64_t SssPivots::knn(const QueryDistance& query, const Objects& objects, const
     is_pivot[pivots_[p]] = 1;
     if (allowed(pivots_[p])) best.push({dq[p], pivots_[p]});
   }
-  for (int64_t row = 0; row < rows_; ++row) {
-    if (is_pivot[row] || !allowed(row)) continue;
-    const float r = best.radius();
-    if (!std::isinf(r) && excluded(row, dq, r)) continue;
-    ++evaluations;
-    best.push({query.within(objects, row, r), row});
+  // A word of 32 rows at a time through the buckets of the radius so far (their ranges follow it
+  // down), then the exact test at the current radius and the distance.
+  float ranges_radius = best.radius();
+  BucketRanges ranges = bucket_ranges(dq, ranges_radius);
+  for (int64_t w = 0; w < buckets_.words(); ++w) {
+    if (best.radius() < ranges_radius) {
+      ranges_radius = best.radius();
+      ranges = bucket_ranges(dq, ranges_radius);
+    }
+    for (uint32_t bits = kept_word(ranges, w); bits != 0; bits &= bits - 1) {
+      const int64_t row = w * 32 + __builtin_ctz(bits);
+      if (is_pivot[row] || !allowed(row)) continue;
+      const float r = best.radius();
+      if (!std::isinf(r) && excluded(row, dq, r)) continue;
+      ++evaluations;
+      best.push({query.within(objects, row, r), row});
+    }
   }
   return evaluations;
 }

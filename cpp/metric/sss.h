@@ -51,6 +51,15 @@ class SssPivots final : public MetricMethod {
   // The table values t a row may have and pass pivot_excludes for a query at distance query_value
   // from the pivot, widened outwards (NaN never: infinite ends where either is not finite).
   std::pair<float, float> kept_interval(float query_value, float r) const;
+  // Per bucketed pivot, the buckets [lo, hi] of the table values kept_interval keeps for radius r.
+  struct BucketRanges {
+    int lo[sss_buckets::kPivots], hi[sss_buckets::kPivots];
+  };
+  BucketRanges bucket_ranges(const std::vector<float>& dq, float r) const;
+  // The rows w * 32 .. w * 32 + 31 that exist (bit i: row w * 32 + i).
+  uint32_t existing_rows(int64_t w) const;
+  // Those of them every bucketed pivot keeps for `ranges`.
+  uint32_t kept_word(const BucketRanges& ranges, int64_t w) const;
   // Whether some pivot proves d(q, row) > r.
   bool excluded(int64_t row, const std::vector<float>& dq, float r) const;
 

@@ -1,9 +1,9 @@
-// cpp/metric/sss_buckets.*: SSS's bucketed pivot distances. For every interval, a tile's rows kept
-// for its buckets must be exactly the rows whose bucket lies between the interval's ends, plus the
-// wild (non-finite) ones, so every row whose distance lies in the interval is kept (the filter is
+// cpp/metric/sss_buckets.*: SSS's bucketed pivot distances. For every interval, the rows kept for
+// its buckets must be exactly the rows whose bucket lies between the interval's ends, plus the wild
+// (non-finite) ones, so every row whose distance lies in the interval is kept (the filter is
 // conservative), after a build and after the table grows. And an SSS index, which filters through
-// them, must answer range searches exactly as brute force and List of Clusters do: after inserts
-// in batches, removals, with far-out rows, at radius 0 and infinity.
+// them, must answer range and k-NN searches exactly as brute force and List of Clusters do: after
+// inserts in batches, removals, with far-out rows, at radius 0 and infinity.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -127,7 +127,7 @@ std::vector<float> vectors(int64_t n, int64_t dim, uint32_t seed) {
   return x;
 }
 
-TEST(SssBuckets, SssRangeSearchEqualsBruteForceAndListOfClusters) {
+TEST(SssBuckets, SssSearchesEqualBruteForceAndListOfClusters) {
   Context cpu{ContextOptions{DeviceKind::cpu, 0, 2}};
   const int64_t n = 1300, nq = 23;
   for (Metric metric : {Metric::l2, Metric::l1, Metric::linf}) {
@@ -170,6 +170,15 @@ TEST(SssBuckets, SssRangeSearchEqualsBruteForceAndListOfClusters) {
             if (!std::binary_search(gone.begin(), gone.end(), id) && distance(base, id) <= radius) ++expected;
           EXPECT_EQ(a.lims[size_t(query + 1)] - a.lims[size_t(query)], expected) << what << " query " << query;
         }
+      }
+      // k-NN through the buckets of a shrinking radius: the same neighbours as List of Clusters'.
+      for (int64_t k : {1, 10, 60}) {
+        std::vector<float> da(size_t(nq * k)), db(size_t(nq * k));
+        std::vector<int64_t> ia(size_t(nq * k)), ib(size_t(nq * k));
+        sss->search(nq, q.data(), k, SearchOptions{}, da.data(), ia.data());
+        lc->search(nq, q.data(), k, SearchOptions{}, db.data(), ib.data());
+        EXPECT_EQ(ia, ib) << metric_name(metric) << " dim " << dim << " k " << k;
+        EXPECT_EQ(da, db) << metric_name(metric) << " dim " << dim << " k " << k;
       }
     }
   }
