@@ -32,6 +32,7 @@ float estimate_diameter(const Metric metric, const Objects& objects) {
 void SssPivots::build(ThreadPool& pool, const Objects& objects) {
   pivots_.clear();
   table_.clear();
+  buckets_ = SssBuckets{};
   rows_ = 0;
   max_distance_ = estimate_diameter(metric(), objects);
   add_pivots(pool, objects, 0);

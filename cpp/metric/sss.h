@@ -2,8 +2,8 @@
 // objects in order, an object becomes a pivot when it is farther than alpha x M from every pivot so
 // far (M: the largest distance between objects, estimated on a sample), up to a cap. Every object's
 // distances to the pivots are kept in a table; a query computes its own, and an object x is
-// discarded without a distance when |d(x,p) - d(q,p)| > r for some pivot p. A range search tests the
-// first pivots through their bucketed distances (sss_buckets.h) a tile of rows at a time, then the
+// discarded without a distance when |d(x,p) - d(q,p)| > r for some pivot p. Range and k-NN searches
+// test the first pivots through their bucketed distances (sss_buckets.h) 32 rows at a time, then the
 // exact test on the rows left.
 #pragma once
 
@@ -38,7 +38,6 @@ class SssPivots final : public MetricMethod {
   void load(ByteReader& in, int64_t rows) override;
 
   int64_t pivots() const { return static_cast<int64_t>(pivots_.size()); }
-  const SssBuckets& buckets() const { return buckets_; }
   gpu::SssTables tables() const;
 
  private:
