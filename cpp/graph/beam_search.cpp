@@ -2,11 +2,12 @@
 
 #include <algorithm>
 
+#include "cpp/core/prefetch.h"
+
 namespace quiver {
 
 namespace {
 
-constexpr int64_t kCacheLine = 64;
 // The first lines of a neighbour's vector are prefetched while the keys of the kPrefetchAhead
 // neighbours before it are computed; the hardware prefetcher follows the sequential reads from there.
 // Prefetching whole vectors (of Fashion-MNIST's 3 KiB) was 3x slower: the prefetches fill the
@@ -17,9 +18,7 @@ constexpr int64_t kMaxPrefetchBytes = 64;
 constexpr int64_t kPrefetchAhead = 4;
 
 inline void prefetch_vector(const float* v, int64_t dim) {
-  const char* p = reinterpret_cast<const char*>(v);
-  const int64_t bytes = std::min(dim * static_cast<int64_t>(sizeof(float)), kMaxPrefetchBytes);
-  for (int64_t offset = 0; offset < bytes; offset += kCacheLine) __builtin_prefetch(p + offset);
+  prefetch_bytes(v, std::min(dim * static_cast<int64_t>(sizeof(float)), kMaxPrefetchBytes));
 }
 
 // Inserts c into the sorted list[0, size) of at most capacity entries (dropping the worst when

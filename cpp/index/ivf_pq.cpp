@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "cpp/core/prefetch.h"
 #include "cpp/core/thread_pool.h"
 #include "cpp/distance/vectors.h"
 #include "cpp/index/ivf_probe.h"
@@ -23,13 +24,6 @@ int64_t table_size(const IvfModel& model) { return model.pq.m * kPqCentroids; }
 // Refine reads the candidates' raw vectors, scattered in memory: each is fetched this many
 // candidates ahead so that its loads overlap the distances before it.
 constexpr int64_t kRefineAhead = 2;
-constexpr int64_t kCacheLine = 64;
-
-void prefetch_row(const float* row, int64_t dim) {
-  const char* bytes = reinterpret_cast<const char*>(row);
-  const int64_t size = dim * static_cast<int64_t>(sizeof(float));
-  for (int64_t b = 0; b < size; b += kCacheLine) __builtin_prefetch(bytes + b);
-}
 
 }  // namespace
 
@@ -137,7 +131,8 @@ void ivf_pq_search(ThreadPool& pool, const IvfModel& model, const InvertedLists&
             float key = heap.keys()[i];
             if (refine_k > 0 && i + kRefineAhead < heap.size()) {
               const int64_t next = heap.indices()[i + kRefineAhead];
-              prefetch_row(lists[entry_list(next)].vectors.data() + entry_offset(next) * dim, dim);
+              prefetch_bytes(lists[entry_list(next)].vectors.data() + entry_offset(next) * dim,
+                             dim * static_cast<int64_t>(sizeof(float)));
             }
             if (refine_k > 0) {
               const float d = exact_distance(model.metric, raw_queries + q * dim, lists[l].vectors.data() + r * dim, dim);

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "cpp/core/error.h"
+#include "cpp/core/prefetch.h"
 #include "cpp/core/thread_pool.h"
 #include "cpp/distance/vectors.h"
 #include "cpp/io/bytes.h"
@@ -26,7 +27,6 @@ constexpr int64_t kQueriesPerTask = 64;
 constexpr int64_t kPrefetchAhead = 4;
 // The device's squared distances checked against the host's: the first hit of every this many queries.
 constexpr int64_t kCheckedQueryStride = 64;
-constexpr int64_t kCacheLine = 64;
 
 // task(q0, q1) for runs of kQueriesPerTask queries of 0 .. nq-1, on the pool.
 void for_query_runs(ThreadPool& pool, int64_t nq, const std::function<void(int64_t, int64_t)>& task) {
@@ -35,10 +35,7 @@ void for_query_runs(ThreadPool& pool, int64_t nq, const std::function<void(int64
   });
 }
 
-void prefetch_row(const float* row, int64_t dim) {
-  const char* bytes = reinterpret_cast<const char*>(row);
-  for (int64_t b = 0; b < dim * static_cast<int64_t>(sizeof(float)); b += kCacheLine) __builtin_prefetch(bytes + b);
-}
+void prefetch_row(const float* row, int64_t dim) { prefetch_bytes(row, dim * static_cast<int64_t>(sizeof(float))); }
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "cpp/core/error.h"
+#include "cpp/core/prefetch.h"
 #include "cpp/core/thread_pool.h"
 #include "cpp/io/bytes.h"
 
@@ -172,7 +173,11 @@ int64_t SssPivots::range(const QueryDistance& query, const Objects& objects, flo
     const uint32_t* wild = buckets_.at_least(p, sss_buckets::kBuckets);
     for (int64_t w = 0; w < words; ++w) alive[w] &= at_least_lo[w] & (~above_hi[w] | wild[w]);
   }
-  for (int64_t w = 0; w < words; ++w)
+  const int64_t row_bytes = pivots() * static_cast<int64_t>(sizeof(float));
+  for (int64_t w = 0; w < words; ++w) {
+    // The word's rows of the table asked for at once: each is a row the buckets chose, rarely cached.
+    for (uint32_t bits = alive[w]; bits != 0; bits &= bits - 1)
+      prefetch_bytes(table_.data() + (w * 32 + __builtin_ctz(bits)) * pivots(), row_bytes);
     for (uint32_t bits = alive[w]; bits != 0; bits &= bits - 1) {
       const int64_t row = w * 32 + __builtin_ctz(bits);
       if (excluded(row, dq, r) || !allowed(row)) continue;
@@ -180,6 +185,7 @@ int64_t SssPivots::range(const QueryDistance& query, const Objects& objects, flo
       const float d = query.within(objects, row, r);
       if (d <= r) hits.push_back({d, row});
     }
+  }
   return evaluations;
 }
 
