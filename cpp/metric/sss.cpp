@@ -73,8 +73,7 @@ void SssPivots::add_pivots(ThreadPool& pool, const Objects& objects, int64_t fir
     }
   });
   // New rows go into the buckets; new pivots among the bucketed ones (or a first build) cut them anew.
-  const bool same_buckets =
-      buckets_.pivots == std::min(count, sss_buckets::kPivots) && rows_ == buckets_.rows && rows_ > 0;
+  const bool same_buckets = buckets_.pivots == std::min(count, sss_buckets::kPivots) && rows_ > 0;
   SssBuckets buckets = same_buckets ? grown_sss_buckets(buckets_, table.data(), objects.n, count)
                                     : build_sss_buckets(table.data(), objects.n, count, count);
   // Nothing changes before here (an allocation that fails leaves the index as it was).
@@ -152,8 +151,7 @@ uint32_t SssPivots::existing_rows(int64_t w) const {
 uint32_t SssPivots::kept_word(const BucketRanges& ranges, int64_t w) const {
   uint32_t alive = existing_rows(w);
   for (int64_t p = 0; p < buckets_.pivots && alive != 0; ++p)
-    alive &= buckets_.at_least(p, ranges.lo[p])[w] &
-             (~buckets_.at_least(p, ranges.hi[p] + 1)[w] | buckets_.at_least(p, sss_buckets::kBuckets)[w]);
+    buckets_.keep(p, ranges.lo[p], ranges.hi[p], w, 1, &alive);
   return alive;
 }
 
@@ -167,12 +165,7 @@ int64_t SssPivots::range(const QueryDistance& query, const Objects& objects, flo
   const int64_t words = buckets_.words();
   std::vector<uint32_t> alive(static_cast<size_t>(words));
   for (int64_t w = 0; w < words; ++w) alive[w] = existing_rows(w);
-  for (int64_t p = 0; p < buckets_.pivots; ++p) {
-    const uint32_t* at_least_lo = buckets_.at_least(p, ranges.lo[p]);
-    const uint32_t* above_hi = buckets_.at_least(p, ranges.hi[p] + 1);
-    const uint32_t* wild = buckets_.at_least(p, sss_buckets::kBuckets);
-    for (int64_t w = 0; w < words; ++w) alive[w] &= at_least_lo[w] & (~above_hi[w] | wild[w]);
-  }
+  for (int64_t p = 0; p < buckets_.pivots; ++p) buckets_.keep(p, ranges.lo[p], ranges.hi[p], 0, words, alive.data());
   const int64_t row_bytes = pivots() * static_cast<int64_t>(sizeof(float));
   for (int64_t w = 0; w < words; ++w) {
     // The word's rows of the table asked for at once: each is a row the buckets chose, rarely cached.

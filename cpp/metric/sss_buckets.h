@@ -43,6 +43,13 @@ struct SssBuckets {
   const uint32_t* at_least(int64_t p, int b) const {
     return bits.data() + (p * (sss_buckets::kBuckets + 1) + b) * words();
   }
+  // alive[i] &= the rows of word first + i that pivot p keeps for buckets [lo, hi], i < count.
+  void keep(int64_t p, int lo, int hi, int64_t first, int64_t count, uint32_t* alive) const {
+    const uint32_t* at_least_lo = at_least(p, lo) + first;
+    const uint32_t* above_hi = at_least(p, hi + 1) + first;
+    const uint32_t* wild = at_least(p, sss_buckets::kBuckets) + first;
+    for (int64_t i = 0; i < count; ++i) alive[i] &= at_least_lo[i] & (~above_hi[i] | wild[i]);
+  }
   int64_t memory_bytes() const {
     return static_cast<int64_t>(edges.capacity() * sizeof(float) + bits.capacity() * sizeof(uint32_t));
   }

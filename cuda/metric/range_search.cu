@@ -109,6 +109,11 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
   const bool batched = sss && sss_batched_applies(device, prune, nq);
   const int64_t tile_queries = batched ? kBatchedTileQueries : kMaxTileQueries;
   const bool squared = device.metric == Metric::l2;
+  // One scan of the queries `scanned` (a tile's, or its reruns) into the hits output `a` describes.
+  const auto launch_scan = [&](const ScanArgs& a, const std::vector<int64_t>& scanned) {
+    if (batched) sss_batched_range(a, int64_t(scanned.size()), stream);
+    else scan.launch(a, scanned, budget / 4);
+  };
 
   for (int64_t t0 = 0; t0 < nq;) {
     const int64_t t1 = tile_end(scan, t0, nq, per_query_bytes, budget / 2, tile_queries);
@@ -137,8 +142,7 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
     first.hit_capacity = capacity;
     first.hit_count = counts.get();
     first.evaluations = evaluations.get();
-    if (batched) sss_batched_range(first, slots, stream);
-    else scan.launch(first, block_queries, budget / 4);
+    launch_scan(first, block_queries);
     std::vector<unsigned long long> count(static_cast<size_t>(slots)), evaluated(static_cast<size_t>(slots));
     copy_from_device(resources.staging(), resources.device(), count.data(), counts.get(),
                      count.size() * sizeof(unsigned long long), stream);
@@ -214,8 +218,7 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
         again.hit_capacity = 0;
         again.hit_count = rerun_hit_counts.get();
         again.evaluations = nullptr;
-        if (batched) sss_batched_range(again, int64_t(rerun_queries.size()), stream);
-        else scan.launch(again, rerun_queries, budget / 4);
+        launch_scan(again, rerun_queries);
       }
       // Each query's hits sorted by (distance, row) on the device.
       std::vector<int64_t> segment_offsets(static_cast<size_t>(g1 - g0 + 1));

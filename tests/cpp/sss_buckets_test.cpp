@@ -59,8 +59,8 @@ void check_buckets(const SssBuckets& buckets, const std::vector<float>& table, i
       for (float hi : ends) {
         const int blo = bucket_of(edges, lo), bhi = bucket_of(edges, hi);
         for (int64_t w = 0; w < buckets.words(); ++w) {
-          const uint32_t kept = buckets.at_least(p, blo)[w] &
-                                (~buckets.at_least(p, bhi + 1)[w] | buckets.at_least(p, kBuckets)[w]);
+          uint32_t kept = ~0u;
+          buckets.keep(p, blo, bhi, w, 1, &kept);
           for (int bit = 0; bit < 32; ++bit) {
             const int64_t row = w * 32 + bit;
             const bool is_kept = (kept >> bit) & 1u;

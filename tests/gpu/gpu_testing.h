@@ -47,6 +47,14 @@ inline gpu::ResourcesOptions test_resources_options() {
   return options;
 }
 
+// Resources of their own on test_device() whose tiles hold `tile_bytes` (small budgets: many query
+// tiles, hit buffers that overflow).
+inline gpu::ResourcesPtr make_test_resources(int64_t tile_bytes) {
+  gpu::ResourcesOptions options = test_resources_options();
+  options.tile_bytes = tile_bytes;
+  return gpu::make_resources(options);
+}
+
 // Makes test_device() current for a scope: the tests' own device arrays and kernel launches.
 class TestDeviceScope {
  public:

@@ -518,9 +518,7 @@ TEST(GpuMetricSearch, TooManyResultsNamesQueryAndCap) {
 // groups, key chunks whose selections continue one another. Results equal the default's.
 TEST(GpuMetricSearch, SmallTileBudgetGivesTheSameResults) {
   QV_REQUIRE_GPU();
-  gpu::ResourcesOptions options = test_resources_options();
-  options.tile_bytes = 64 << 10;
-  gpu::ResourcesPtr small = gpu::make_resources(options);
+  gpu::ResourcesPtr small = make_test_resources(64 << 10);
   gpu::Resources& resources = shared_resources();
   const Space space = vectors(5, uniform_vectors(3001, 5, 21));
   // More than one tile of 1024. Under the sanitizer 50: List of Clusters' range search still takes

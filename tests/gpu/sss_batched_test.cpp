@@ -200,9 +200,7 @@ TEST(GpuSssBatched, InfiniteDistancesArePrunedLikeTheScan) {
 // hits are found again (the count went on past the buffer). The cap still names the query.
 TEST(GpuSssBatched, FullBuffersAreFoundAgain) {
   QV_REQUIRE_GPU();
-  gpu::ResourcesOptions options = test_resources_options();
-  options.tile_bytes = 64 << 10;
-  gpu::ResourcesPtr small = gpu::make_resources(options);
+  gpu::ResourcesPtr small = make_test_resources(64 << 10);
   gpu::Resources& resources = shared_resources();
   const int64_t n = sized(2000, 600), dim = 5;
   const std::vector<float> x = uniform_vectors(n, dim, 31);
