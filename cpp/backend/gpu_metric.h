@@ -20,6 +20,7 @@
 #include "cpp/core/metric.h"
 #include "cpp/core/result_memory.h"
 #include "cpp/metric/objects.h"
+#include "cpp/metric/sss_buckets.h"
 
 namespace quiver::gpu {
 
@@ -42,6 +43,7 @@ struct SssTables {
   int64_t pivots = 0;
   const int64_t* pivot_rows = nullptr;  // pivots
   const float* table = nullptr;         // n x pivots, row-major
+  const SssBuckets* buckets = nullptr;  // the first pivots' distances in buckets (sss_buckets.h)
 };
 
 enum class MetricMethod : int32_t { brute_force = 0, list_of_clusters = 1, sss = 2 };

@@ -253,6 +253,7 @@ gpu::SssTables SssPivots::tables() const {
   t.pivots = pivots();
   t.pivot_rows = pivots_.data();
   t.table = table_.data();
+  t.buckets = &buckets_;
   return t;
 }
 

@@ -190,7 +190,9 @@ void metric_upload(Resources& resources, MetricDevice& device, const Objects& ob
   }
 
   DeviceBuffer<int32_t> pivot_rows;
-  DeviceBuffer<float> table;
+  DeviceBuffer<float> table, bucket_edges;
+  DeviceBuffer<uint32_t> bucket_bits;
+  int64_t bucket_pivots = 0, bucket_words = 0;
   if (sss != nullptr && sss->pivots > 0) {
     std::vector<int32_t> pivots(size_t(sss->pivots));
     for (int64_t p = 0; p < sss->pivots; ++p) pivots[size_t(p)] = int32_t(sss->pivot_rows[p]);
@@ -202,6 +204,16 @@ void metric_upload(Resources& resources, MetricDevice& device, const Objects& ob
     table = DeviceBuffer<float>(pool, n * sss->pivots);
     to_device(resources, pivot_rows, pivots.data(), sss->pivots, stream);
     to_device(resources, table, by_pivot.data(), n * sss->pivots, stream);
+    // The batched scan's buckets (vectors), as the index keeps them.
+    const SssBuckets* buckets = sss->buckets;
+    if (!device.strings() && buckets != nullptr && buckets->pivots > 0 && buckets->rows == n) {
+      bucket_pivots = buckets->pivots;
+      bucket_words = buckets->words();
+      bucket_edges = DeviceBuffer<float>(pool, int64_t(buckets->edges.size()));
+      bucket_bits = DeviceBuffer<uint32_t>(pool, int64_t(buckets->bits.size()));
+      to_device(resources, bucket_edges, buckets->edges.data(), int64_t(buckets->edges.size()), stream);
+      to_device(resources, bucket_bits, buckets->bits.data(), int64_t(buckets->bits.size()), stream);
+    }
   }
   session.finish();
 
@@ -221,6 +233,10 @@ void metric_upload(Resources& resources, MetricDevice& device, const Objects& ob
   device.pivots = sss != nullptr ? sss->pivots : 0;
   device.pivot_rows = std::move(pivot_rows);
   device.table = std::move(table);
+  device.bucket_pivots = bucket_pivots;
+  device.bucket_words = bucket_words;
+  device.bucket_edges = std::move(bucket_edges);
+  device.bucket_bits = std::move(bucket_bits);
 }
 
 int64_t metric_rows(const MetricDevice& device) { return device.rows; }
@@ -229,7 +245,7 @@ int64_t metric_device_bytes(const MetricDevice& device) {
   return device.vectors.bytes() + device.offsets.bytes() + device.bytes.bytes() + device.centre_rows.bytes() +
          device.radii.bytes() + device.cluster_of.bytes() + device.member_begin.bytes() + device.members.bytes() +
          device.member_distances.bytes() +
-         device.pivot_rows.bytes() + device.table.bytes();
+         device.pivot_rows.bytes() + device.table.bytes() + device.bucket_edges.bytes() + device.bucket_bits.bytes();
 }
 
 }  // namespace quiver::gpu

@@ -47,6 +47,12 @@ class MetricDevice {
   int64_t pivots = 0;
   DeviceBuffer<int32_t> pivot_rows;  // pivots
   DeviceBuffer<float> table;         // pivots x rows: table[p * rows + row] = d(row, pivot p)
+  // Vectors: the first pivots' distances in buckets, for the batched scan (cpp/metric/sss_buckets.h,
+  // the index's copied as it is).
+  int64_t bucket_pivots = 0;
+  int64_t bucket_words = 0;            // words of a line: the rows' tiles x kTileWords
+  DeviceBuffer<float> bucket_edges;    // bucket_pivots x kEdges
+  DeviceBuffer<uint32_t> bucket_bits;  // bucket_pivots x (kBuckets + 1) x bucket_words
 };
 
 // The most rows a device space holds.

@@ -515,6 +515,10 @@ ScanArgs MetricScan::args() const {
   a.clusters = device.clusters;
   a.table = device.table.get();
   a.pivots = device.pivots;
+  a.bucket_pivots = device.bucket_pivots;
+  a.bucket_words = device.bucket_words;
+  a.bucket_edges = device.bucket_edges.get();
+  a.bucket_bits = device.bucket_bits.get();
   return a;
 }
 

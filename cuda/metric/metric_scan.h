@@ -88,6 +88,13 @@ struct ScanArgs {
   const float* table = nullptr;               // SSS: pivots x rows
   int64_t pivots = 0;
   const float* pivot_distances = nullptr;     // slot x pivots
+  // SSS over vectors, the batched scan: the first pivots in buckets (cpp/metric/sss_buckets.h), and
+  // each query o's buckets [lo, hi] for them (bucket_ranges[(o * kPivots + p) * 2 + 0 / 1]).
+  int64_t bucket_pivots = 0;
+  int64_t bucket_words = 0;
+  const float* bucket_edges = nullptr;
+  const uint32_t* bucket_bits = nullptr;
+  const uint8_t* bucket_ranges = nullptr;
   const uint8_t* filter = nullptr;            // nullptr: every row
   int64_t filter_bits = 0;
   // keys output (or nullptr)

@@ -111,7 +111,7 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
   const bool squared = device.metric == Metric::l2;
   // One scan of the queries `scanned` (a tile's, or its reruns) into the hits output `a` describes.
   const auto launch_scan = [&](const ScanArgs& a, const std::vector<int64_t>& scanned) {
-    if (batched) sss_batched_range(a, int64_t(scanned.size()), stream);
+    if (batched) sss_batched_range(a, int64_t(scanned.size()), pool, stream);
     else scan.launch(a, scanned, budget / 4);
   };
 

@@ -1,29 +1,26 @@
 // sss_batched.h: the batched SSS range kernel and its launch.
 //
-// A block takes kTileQueries queries and kTileRows rows, and stages in shared memory its rows'
-// distances to the first kStagedPivots pivots and its queries' distances to them (one round trip to
-// memory for the block; the pivot-major table gives coalesced rows). Most pairs leave at the first
-// pivots (on the synthetic 100k x 128 set at its smallest radius: 59% of pairs are alive after one
-// pivot, 13% after four, 1% after twelve, 0.3% after 32), so the work goes in rounds, each on the
-// pairs the last one left:
-//   1. every pair against the first kFirstPivots pivots: a lane holds one query's kept intervals in
-//      registers and reads four rows' pivot distances at once (the warp's lanes read the same
-//      words: a broadcast), two comparisons per pair and pivot;
-//   2. the survivors against the intervals of the next pivots, up to kIntervalPivots;
-//   3. the few left against the other staged pivots (the scan's test), then the pivots beyond them
+// A block takes kTileQueries queries and kTileRows rows. Most pairs leave at the first pivots (on
+// the synthetic 100k x 128 set at its smallest radius: 59% of pairs are alive after one pivot, 13%
+// after four, 0.6% after sixteen, 0.2% after all 44), so the work goes in rounds, each on the pairs
+// the last one left:
+//   1. every pair against the buckets of the first pivots (cpp/metric/sss_buckets.h, the tile's
+//      words of every bucket line staged in shared memory): a thread takes one query and 32 rows,
+//      and a pivot costs it three shared loads and two logic operations for the 32 pairs; the
+//      pairs left are listed;
+//   2. the listed pairs against every pivot's exact test (the scan's pivot_excludes), the table read
 //      from global memory, kPivotBatch loads in flight at once;
-//   4. the pairs left, a team of lanes each: the true distance (vector_distance.cuh, the float every
+//   3. the pairs left, a team of lanes each: the true distance (vector_distance.cuh, the float every
 //      method computes), and the hit.
-// The pairs alive are a list of 16-bit (query, row) in shared memory, compacted in place by each
-// round. A block waits on memory only when staging, for the pivots beyond the staged ones, and for
-// the distances.
+// The pairs alive are a list of 16-bit (query, row) in shared memory, compacted in place by round 2.
+// Round 1 takes the tile's queries in parts and the list is flushed through rounds 2 and 3 only when
+// the next part might not fit, so that those rounds see the survivors of many parts at once (a few
+// dozen a part at small radii: one part at a time left most warps waiting at the barriers).
 //
-// The interval test is the scan's pivot_excludes (scan_tests.cuh) solved for the row's distance to
-// the pivot: |t - p| > r + s (t + p + r) holds exactly when t lies outside
-// [p (1 - s) / (1 + s) - r, (p + r) (1 + s) / (1 - s)], computed in double per query and pivot and
-// rounded outwards to float, so it excludes no pair that the exact test keeps (the slack s covers
-// the rounding of the distances, as in the scan). An infinite table entry is staged as a NaN, which
-// no comparison excludes, as pivot_excludes never excludes it.
+// A query's buckets for a pivot are those of the distances the exact test keeps: |t - p| > r +
+// s (t + p + r) holds exactly when t lies outside [p (1 - s) / (1 + s) - r, (p + r) (1 + s) / (1 - s)],
+// computed in double and rounded outwards to float, so the buckets drop no pair that the exact test
+// keeps (the slack s covers the rounding of the distances, as in the scan).
 #include "cuda/metric/sss_batched.h"
 
 #include <cstdint>
@@ -33,6 +30,7 @@
 #include "cpp/core/error.h"
 #include "cuda/core/error.h"
 #include "cuda/metric/scan_tests.cuh"
+#include "cpp/metric/sss_buckets.h"
 #include "cuda/metric/vector_distance.cuh"
 
 namespace quiver::gpu::metric_space {
@@ -41,37 +39,32 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / kWarpLanes;
-// A block's tile; round 1 gives each warp 32 queries (a lane each) and 32 rows.
-constexpr int kTileQueries = 64;
-constexpr int kTileRows = 128;
-constexpr int kQueryGroups = kTileQueries / kWarpLanes;
-static_assert(kQueryGroups * (kTileRows / kWarpLanes) == kWarps, "round 1 takes every warp once");
-// A listed pair is (query << kRowBits) | row, 16 bits; the list holds every pair of the tile.
+// A block's tile: kTileQueries queries x kTileRows rows, taken by round 1 in parts of kPartQueries
+// queries (each thread one query of the part and one word of 32 rows).
+constexpr int kTileQueries = 256;
+constexpr int kTileRows = sss_buckets::kTileRows;
+constexpr int kTileWords = sss_buckets::kTileWords;
+constexpr int kPartQueries = kThreads / kTileWords;
+constexpr int kPartPairs = kPartQueries * kTileRows;
+constexpr int kBuckets = sss_buckets::kBuckets;
+constexpr int64_t kBucketPivots = sss_buckets::kPivots;
+static_assert(kTileQueries % kPartQueries == 0, "whole parts");
+// A listed pair is (query << kRowBits) | row, 16 bits. The list holds two parts' pairs: the pairs
+// of the parts taken since the last flush (rounds 2 and 3), which comes when the next part might
+// not fit, so that the later rounds take many parts' few survivors at once.
 constexpr int kRowBits = 7;
-constexpr int kTilePairs = kTileQueries * kTileRows;
-static_assert(kTileRows == 1 << kRowBits && kTilePairs <= 65536, "pairs fit 16 bits");
-// Pivots of round 1, of rounds 1-2 (kept intervals), and staged (rounds 1-3). Shared memory: the
-// rows' distances 16 KiB, the queries' 8.3 KiB, the intervals 6.5 KiB, the list 16 KiB: within the
-// 48 KiB of static shared memory, four blocks an SM.
-constexpr int kFirstPivots = 4;
-constexpr int kIntervalPivots = 12;
-constexpr int kStagedPivots = 32;
-constexpr int kRowsPerLoad = 4;  // round 1 reads a float4 of rows
-// A padding column: a warp's lanes writing one query's pivots, or reading one pivot of 32 queries,
-// fall in different banks.
-constexpr int kPad = 1;
-// Blocks an SM holds (their shared memory allows four), so at most 64 registers a thread.
-constexpr int kBlocksPerSm = 4;
-// Round 3: pivots beyond the staged ones whose loads are in flight together.
+constexpr int kListPairs = 2 * kPartPairs;
+static_assert(kTileRows == 1 << kRowBits && kTileQueries * kTileRows <= 65536, "pairs fit 16 bits");
+// Shared memory: the tile's bucket lines 8.3 KiB, the list 32 KiB, the queries 3 KiB: five blocks
+// an SM, so at most 48 registers a thread.
+constexpr int kBlocksPerSm = 5;
+// Round 2: table entries whose loads are in flight together.
 constexpr int kPivotBatch = 8;
 // Fewer queries than this take the one-block-per-query scan, which splits each query over blocks
 // (a tile of a few queries would leave most of round 1's lanes idle).
 constexpr int64_t kMinBatchedQueries = 16;
 
 __device__ __forceinline__ float positive_infinity() { return __int_as_float(0x7f800000); }
-__device__ __forceinline__ float not_a_number() { return __int_as_float(0x7fffffff); }
-// A table entry as staged: an infinite one as a NaN, which no interval comparison excludes.
-__device__ __forceinline__ float staged_entry(float t) { return isinf(t) ? not_a_number() : t; }
 // An interval that keeps every row.
 __device__ __forceinline__ float2 everything() { return make_float2(-positive_infinity(), positive_infinity()); }
 
@@ -87,6 +80,24 @@ __device__ __forceinline__ float2 kept_interval(float pivot, float radius, Slack
   if (!isfinite(pivot)) return everything();
   const double p = pivot, r = radius;
   return make_float2(__double2float_rd(p * f.below - r), __double2float_ru((p + r) * f.above));
+}
+
+// The rows first .. first + 31 (first a multiple of 32) that exist and that the filter lets through,
+// bit i for row first + i.
+__device__ __forceinline__ uint32_t usable_rows(const ScanArgs& a, int64_t first) {
+  const int64_t left = a.rows - first;
+  uint32_t rows = left >= 32 ? ~0u : left <= 0 ? 0u : (1u << left) - 1u;
+  if (a.filter != nullptr && rows != 0) {
+    uint32_t allowed_rows = 0;  // the filter's bits from `first`: bit (row & 7) of byte row >> 3
+    for (int b = 0; b < 4; ++b) {
+      const int64_t byte = first / 8 + b;
+      if (byte * 8 < a.filter_bits) allowed_rows |= uint32_t(a.filter[byte]) << (8 * b);
+    }
+    const int64_t within = a.filter_bits - first;
+    if (within < 32) allowed_rows &= within <= 0 ? 0u : (1u << within) - 1u;
+    rows &= allowed_rows;
+  }
+  return rows;
 }
 
 // Appends `pair` to the list where `keep`. Every lane of the warp calls it; one atomic a warp.
@@ -114,198 +125,169 @@ __device__ __forceinline__ void emit_hit(const ScanArgs& a, bool hit, int64_t o,
   store_hit(a, o, first + unsigned(__popc(peers & ((1u << lane) - 1u))), row, d);
 }
 
-// Block (x, y): rows x * kTileRows .., queries o = y * kTileQueries .. (of 0 .. queries-1).
-__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
-    sss_batched_kernel(ScanArgs a, int64_t queries, SlackFactors factors) {
-  __shared__ __align__(16) float row_pivots[kStagedPivots][kTileRows];       // d(row, pivot)
-  __shared__ float query_pivots[kTileQueries][kStagedPivots + kPad];         // d(query, pivot)
-  __shared__ float2 intervals[kTileQueries][kIntervalPivots + kPad];         // [lo, hi] kept
-  __shared__ uint16_t pairs[kTilePairs];
-  __shared__ int64_t query_slot[kTileQueries];  // the slot of query q (its pivot distances, its vector)
-  __shared__ int counts[3];                      // the pairs alive after rounds 1, 2, 3
-  __shared__ unsigned evaluated[kTileQueries];  // distances computed per query
+// Thread (o, p): query o's buckets [lo, hi] for bucket pivot p (bytes 2p, 2p + 1 of the query's
+// kBucketPivots * 2), those of its kept interval (kept_interval); [0, kBuckets - 1] past the
+// bucketed pivots.
+__global__ void bucket_ranges_kernel(ScanArgs a, int64_t queries, SlackFactors factors, uint8_t* ranges) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= queries * kBucketPivots) return;
+  const int64_t o = i / kBucketPivots;
+  const int p = int(i % kBucketPivots);
+  int lo = 0, hi = kBuckets - 1;
+  if (p < a.bucket_pivots) {
+    const int64_t slot = a.block_slot != nullptr ? a.block_slot[o] : o;
+    const float2 kept = kept_interval(a.pivot_distances[slot * a.pivots + p], a.radius, factors);
+    const float* edges = a.bucket_edges + p * sss_buckets::kEdges;
+    lo = bucket_of(edges, kept.x);  // a NaN: bucket 0
+    if (!isnan(kept.y)) hi = bucket_of(edges, kept.y);
+  }
+  ranges[2 * i] = uint8_t(lo);
+  ranges[2 * i + 1] = uint8_t(hi);
+}
 
+// The block's shared state.
+struct Tile {
+  uint32_t bits[kBucketPivots][kBuckets + 1][kTileWords];  // the tile's words of every bucket line
+  uint16_t pairs[kListPairs];                              // the pairs alive
+  int64_t query_slot[kTileQueries];  // the slot of query q (its pivot distances, its vector)
+  unsigned evaluated[kTileQueries];  // distances computed per query
+  int listed;                        // the pairs in the list
+  int kept;                          // the pairs round 2 keeps
+};
+
+// 1. Thread (query q of part `part`, word w) keeps the rows of word w whose buckets lie in q's
+//    ranges, pivot after pivot, and appends them to the list.
+__device__ void bucket_round(const ScanArgs& a, Tile& t, int64_t first_query, int64_t queries, int part) {
+  const int tid = int(threadIdx.x), lane = tid & 31;
+  const int q = part * kPartQueries + tid / kTileWords, w = tid % kTileWords;
+  const int64_t row0 = int64_t(blockIdx.x) * kTileRows;
+  uint32_t alive = first_query + q < queries ? usable_rows(a, row0 + w * 32) : 0u;
+  if (alive != 0) {
+    const uint4* from = reinterpret_cast<const uint4*>(a.bucket_ranges + (first_query + q) * kBucketPivots * 2);
+    const uint4 first = __ldg(from), second = __ldg(from + 1);
+    const uint32_t ranges[kBucketPivots / 2] = {first.x, first.y, first.z, first.w, second.x, second.y, second.z, second.w};
+#pragma unroll
+    for (int p = 0; p < kBucketPivots; ++p) {
+      if (p >= a.bucket_pivots) break;
+      const uint32_t range = ranges[p / 2] >> (16 * (p % 2));  // [lo, hi] in its two low bytes
+      const int lo = int(range & 0xff), hi = int((range >> 8) & 0xff);
+      alive &= t.bits[p][lo][w] & (~t.bits[p][hi + 1][w] | t.bits[p][kBuckets][w]);
+    }
+  }
+  // The thread's pairs, in one run of the list: offsets by a scan over the warp.
+  const int mine = __popc(alive);
+  int inclusive = mine;
+  for (int offset = 1; offset < kWarpLanes; offset *= 2) {
+    const int up = __shfl_up_sync(kAllLanes, inclusive, offset);
+    if (lane >= offset) inclusive += up;
+  }
+  int base = 0;
+  if (lane == kWarpLanes - 1) base = atomicAdd(&t.listed, inclusive);
+  int at = __shfl_sync(kAllLanes, base, kWarpLanes - 1) + inclusive - mine;
+  const int head = (q << kRowBits) | (w * 32);
+  while (alive != 0) {
+    t.pairs[at++] = uint16_t(head | (__ffs(int(alive)) - 1));
+    alive &= alive - 1;
+  }
+}
+
+// 2. The listed pairs against every pivot's exact test, the table from global memory (mostly L2),
+//    kPivotBatch loads in flight at once; a lane a pair. The survivors are compacted in place.
+__device__ void exact_round(const ScanArgs& a, Tile& t, int count) {
+  const int tid = int(threadIdx.x), lane = tid & 31;
+  const int64_t pivots = a.pivots;
+  const float* tile_table = a.table + int64_t(blockIdx.x) * kTileRows;
+  for (int base = 0; base < count; base += kThreads) {  // the same trip count for every thread
+    const int i = base + tid;
+    const uint16_t pair = i < count ? t.pairs[i] : 0;
+    __syncthreads();  // every pair of this pass read before the survivors are written over them
+    bool keep = false;
+    if (i < count) {
+      const int q = pair >> kRowBits, r = pair & (kTileRows - 1);
+      keep = true;
+      const float* table = tile_table + r;
+      const float* pivot = a.pivot_distances + t.query_slot[q] * pivots;
+      for (int64_t p = 0; keep && p < pivots; p += kPivotBatch) {
+        float entry[kPivotBatch], distance[kPivotBatch];
+#pragma unroll
+        for (int b = 0; b < kPivotBatch; ++b) {
+          entry[b] = p + b < pivots ? __ldg(table + (p + b) * a.rows) : 0.0f;
+          distance[b] = p + b < pivots ? __ldg(pivot + p + b) : 0.0f;
+        }
+#pragma unroll
+        for (int b = 0; b < kPivotBatch; ++b)
+          if (p + b < pivots && pivot_excludes(entry[b], distance[b], a.radius, a.slack)) keep = false;
+      }
+    }
+    append(t.pairs, &t.kept, keep, pair, lane);
+  }
+}
+
+// 3. The distances of the first `count` listed pairs, a team of lanes each, and their hits.
+__device__ void distance_round(const ScanArgs& a, Tile& t, int64_t first_query, int count) {
   const int tid = int(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   const int64_t row0 = int64_t(blockIdx.x) * kTileRows;
-  const int64_t first_query = int64_t(blockIdx.y) * kTileQueries;  // o of the tile's query 0
-  const int64_t pivots = a.pivots;
-  const int staged = int(pivots < kStagedPivots ? pivots : kStagedPivots);
-  const float radius = a.radius;
-
-  if (tid < kTileQueries) {
-    const int64_t o = first_query + tid;
-    query_slot[tid] = o < queries ? (a.block_slot != nullptr ? a.block_slot[o] : o) : 0;
-    evaluated[tid] = 0;
-  }
-  if (tid < 3) counts[tid] = 0;
-  __syncthreads();
-
-  // The staged pivots. Beyond the last pivot (or the last row, or query): t = 0 and an interval
-  // that keeps everything. A thread stages four rows of one pivot (a float4 where the tile is whole
-  // and the table's rows are 16-byte aligned), then a quarter of one query's pivots.
-  {
-    constexpr int kRowQuads = kTileRows / 4;
-    static_assert(kStagedPivots * kRowQuads % kThreads == 0, "every thread stages the same number of quads");
-    const bool whole = row0 + kTileRows <= a.rows && a.rows % 4 == 0 && reinterpret_cast<uintptr_t>(a.table) % 16 == 0;
-    const float* tile_table = a.table + row0;
-    for (int i = tid; i < kStagedPivots * kRowQuads; i += kThreads) {
-      const int p = i / kRowQuads, r = (i % kRowQuads) * 4;
-      float4 t = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      if (p < staged) {
-        const float* from = tile_table + int64_t(p) * a.rows + r;
-        if (whole) {
-          t = __ldg(reinterpret_cast<const float4*>(from));
-        } else {
-          const int64_t left = a.rows - (row0 + r);
-          if (left > 0) t.x = __ldg(from);
-          if (left > 1) t.y = __ldg(from + 1);
-          if (left > 2) t.z = __ldg(from + 2);
-          if (left > 3) t.w = __ldg(from + 3);
-        }
-        t = make_float4(staged_entry(t.x), staged_entry(t.y), staged_entry(t.z), staged_entry(t.w));
-      }
-      *reinterpret_cast<float4*>(&row_pivots[p][r]) = t;
-    }
-    static_assert(kThreads == kTileQueries * 4 && kStagedPivots % 4 == 0, "four threads a query");
-    const int q = tid / 4, quarter = tid % 4;
-    const bool known_query = first_query + q < queries;
-    const float* pivot_row = a.pivot_distances + query_slot[q] * pivots;
-    for (int p = quarter; p < kStagedPivots; p += 4) {
-      const bool known = known_query && p < staged;
-      const float d = known ? __ldg(pivot_row + p) : 0.0f;
-      query_pivots[q][p] = d;
-      if (p < kIntervalPivots) intervals[q][p] = known ? kept_interval(d, radius, factors) : everything();
-    }
-  }
-  __syncthreads();
-
-  // 1. Every pair against the first pivots: lane = query, 32 rows a warp.
-  {
-    const int query = (warp % kQueryGroups) * kWarpLanes + lane;
-    const int first_row = (warp / kQueryGroups) * kWarpLanes;
-    const int64_t row = row0 + first_row + lane;
-    const unsigned usable = __ballot_sync(kAllLanes, row < a.rows && allowed(a, int32_t(row)));
-    float lo[kFirstPivots], hi[kFirstPivots];
-#pragma unroll
-    for (int p = 0; p < kFirstPivots; ++p) {
-      lo[p] = intervals[query][p].x;
-      hi[p] = intervals[query][p].y;
-    }
-    unsigned alive = 0;
-#pragma unroll
-    for (int g = 0; g < kWarpLanes / kRowsPerLoad; ++g) {
-      bool out[kRowsPerLoad] = {};
-#pragma unroll
-      for (int p = 0; p < kFirstPivots; ++p) {
-        const float4 t = *reinterpret_cast<const float4*>(&row_pivots[p][first_row + kRowsPerLoad * g]);
-        out[0] |= (t.x < lo[p]) | (t.x > hi[p]);
-        out[1] |= (t.y < lo[p]) | (t.y > hi[p]);
-        out[2] |= (t.z < lo[p]) | (t.z > hi[p]);
-        out[3] |= (t.w < lo[p]) | (t.w > hi[p]);
-      }
-#pragma unroll
-      for (int j = 0; j < kRowsPerLoad; ++j) alive |= unsigned(!out[j]) << (kRowsPerLoad * g + j);
-    }
-    alive &= usable;
-    if (first_query + query >= queries) alive = 0;
-    // The lane's pairs, in one run of the list: offsets by a scan over the warp.
-    const int mine = __popc(alive);
-    int inclusive = mine;
-    for (int offset = 1; offset < kWarpLanes; offset *= 2) {
-      const int up = __shfl_up_sync(kAllLanes, inclusive, offset);
-      if (lane >= offset) inclusive += up;
-    }
-    int base = 0;
-    if (lane == kWarpLanes - 1) base = atomicAdd(&counts[0], inclusive);
-    int at = __shfl_sync(kAllLanes, base, kWarpLanes - 1) + inclusive - mine;
-    const int head = (query << kRowBits) | first_row;
-    while (alive != 0) {
-      pairs[at++] = uint16_t(head | (__ffs(alive) - 1));
-      alive &= alive - 1;
-    }
-  }
-  __syncthreads();
-  int count = counts[0];
-
-  // 2. The next pivots' intervals.
-  if (pivots > kFirstPivots) {
-    for (int base = 0; base < count; base += kThreads) {  // the same trip count for every thread
-      const int i = base + tid;
-      const uint16_t pair = i < count ? pairs[i] : 0;
-      __syncthreads();  // every pair of this pass read before the survivors are written over them
-      bool keep = false;
-      if (i < count) {
-        const int q = pair >> kRowBits, r = pair & (kTileRows - 1);
-        bool out = false;
-#pragma unroll
-        for (int p = kFirstPivots; p < kIntervalPivots; ++p) {
-          const float2 kept = intervals[q][p];
-          const float t = row_pivots[p][r];
-          out |= (t < kept.x) | (t > kept.y);
-        }
-        keep = !out;
-      }
-      append(pairs, &counts[1], keep, pair, lane);
-    }
-    __syncthreads();
-    count = counts[1];
-  }
-
-  // 3. The other staged pivots, then the rest of the table; a lane per pair.
-  if (pivots > kIntervalPivots) {
-    for (int base = 0; base < count; base += kThreads) {
-      const int i = base + tid;
-      const uint16_t pair = i < count ? pairs[i] : 0;
-      __syncthreads();
-      bool keep = false;
-      if (i < count) {
-        const int q = pair >> kRowBits, r = pair & (kTileRows - 1);
-        keep = true;
-        for (int p = kIntervalPivots; keep && p < staged; ++p)
-          keep = !pivot_excludes(row_pivots[p][r], query_pivots[q][p], radius, a.slack);
-        const float* table = a.table + row0 + r;
-        const float* pivot = a.pivot_distances + query_slot[q] * pivots;
-        for (int64_t p = kStagedPivots; keep && p < pivots; p += kPivotBatch) {
-          float t[kPivotBatch], d[kPivotBatch];
-#pragma unroll
-          for (int b = 0; b < kPivotBatch; ++b) {
-            t[b] = p + b < pivots ? __ldg(table + (p + b) * a.rows) : 0.0f;
-            d[b] = p + b < pivots ? __ldg(pivot + p + b) : 0.0f;
-          }
-#pragma unroll
-          for (int b = 0; b < kPivotBatch; ++b)
-            if (p + b < pivots && pivot_excludes(t[b], d[b], radius, a.slack)) keep = false;
-        }
-      }
-      append(pairs, &counts[2], keep, pair, lane);
-    }
-    __syncthreads();
-    count = counts[2];
-  }
-
-  // 4. The distances of the pairs left, a team of lanes each.
   const int team = a.team, teams = kWarpLanes / team, my_team = lane / team, member = lane % team;
   for (int first = warp * teams; first < count; first += kWarps * teams) {  // the same trip count in a warp
     const int j = first + my_team;
     const bool valid = j < count;
-    const int pair = valid ? pairs[j] : 0;
+    const int pair = valid ? t.pairs[j] : 0;
     const int q = pair >> kRowBits;
     const int32_t row = int32_t(row0 + (pair & (kTileRows - 1)));
-    const float d = vector_distance(a.metric, a.query_vectors + (a.query_base + query_slot[q]) * a.dim,
+    const float d = vector_distance(a.metric, a.query_vectors + (a.query_base + t.query_slot[q]) * a.dim,
                                     a.vectors + int64_t(row) * a.dim, valid ? a.dim : 0, member, team);
     const bool counted = valid && member == 0;
-    if (counted) atomicAdd(&evaluated[q], 1u);
-    emit_hit(a, counted && d <= radius, first_query + q, row, d, lane);
+    if (counted) atomicAdd(&t.evaluated[q], 1u);
+    emit_hit(a, counted && d <= a.radius, first_query + q, row, d, lane);
   }
+}
+
+// Rounds 2 and 3 on the listed pairs, leaving the list empty. Every thread calls it.
+__device__ void flush(const ScanArgs& a, Tile& t, int64_t first_query) {
+  exact_round(a, t, t.listed);
   __syncthreads();
-  if (a.evaluations != nullptr && tid < kTileQueries && evaluated[tid] > 0)
-    atomicAdd(a.evaluations + first_query + tid, static_cast<unsigned long long>(evaluated[tid]));
+  distance_round(a, t, first_query, t.kept);
+  __syncthreads();
+  if (threadIdx.x == 0) t.listed = t.kept = 0;
+  __syncthreads();
+}
+
+// Block (x, y): rows x * kTileRows .., queries o = y * kTileQueries .. (of 0 .. queries-1).
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm) sss_batched_kernel(ScanArgs a, int64_t queries) {
+  __shared__ Tile t;
+  const int tid = int(threadIdx.x);
+  const int64_t first_query = int64_t(blockIdx.y) * kTileQueries;  // o of the tile's query 0
+
+  for (int q = tid; q < kTileQueries; q += kThreads) {
+    const int64_t o = first_query + q;
+    t.query_slot[q] = o < queries ? (a.block_slot != nullptr ? a.block_slot[o] : o) : 0;
+    t.evaluated[q] = 0;
+  }
+  if (tid == 0) t.listed = t.kept = 0;
+  // The tile's words of every bucket line, 16 bytes a line (the lines are words() apart).
+  static_assert(kTileWords == 4, "a line's tile words are one uint4");
+  const uint4* lines = reinterpret_cast<const uint4*>(a.bucket_bits) + blockIdx.x;
+  const int64_t line_stride = a.bucket_words / kTileWords;  // in uint4
+  for (int i = tid; i < a.bucket_pivots * (kBuckets + 1); i += kThreads)
+    reinterpret_cast<uint4*>(&t.bits[0][0][0])[i] = __ldg(lines + i * line_stride);
+  __syncthreads();
+
+  const int parts = int((min(queries - first_query, int64_t(kTileQueries)) + kPartQueries - 1) / kPartQueries);
+  for (int part = 0; part < parts; ++part) {
+    if (t.listed > kListPairs - kPartPairs) flush(a, t, first_query);  // the same for every thread
+    bucket_round(a, t, first_query, queries, part);
+    __syncthreads();
+  }
+  flush(a, t, first_query);
+  if (a.evaluations != nullptr)
+    for (int q = tid; q < kTileQueries; q += kThreads)
+      if (t.evaluated[q] > 0) atomicAdd(a.evaluations + first_query + q, static_cast<unsigned long long>(t.evaluated[q]));
 }
 
 }  // namespace
 
 bool sss_batched_applies(const MetricDevice& device, Prune prune, int64_t queries) {
-  if (prune != Prune::sss || device.strings() || device.pivots == 0) return false;
+  if (prune != Prune::sss || device.strings() || device.pivots == 0 || device.bucket_pivots == 0) return false;
   // QUIVER_SSS_BATCHED: 0 never (the one-block-per-query scan), 1 for any number of queries.
   const char* setting = std::getenv("QUIVER_SSS_BATCHED");
   if (setting != nullptr && std::strcmp(setting, "0") == 0) return false;
@@ -313,19 +295,28 @@ bool sss_batched_applies(const MetricDevice& device, Prune prune, int64_t querie
   return queries >= kMinBatchedQueries;
 }
 
-void sss_batched_range(const ScanArgs& args, int64_t queries, cudaStream_t stream) {
+void sss_batched_range(const ScanArgs& args, int64_t queries, DevicePool& pool, cudaStream_t stream) {
   require(args.dim > 0 && args.pivots > 0 && args.pivot_distances != nullptr && args.keys == nullptr &&
               args.hit_count != nullptr && args.radius_at == nullptr && args.row_list == nullptr &&
-              args.stride_count == 0,
-          "batched SSS scan: not a range scan of every row over vectors with pivots");
+              args.stride_count == 0 && args.bucket_pivots > 0 && args.bucket_bits != nullptr,
+          "batched SSS scan: not a range scan of every row over vectors with pivots and their buckets");
   if (queries == 0 || args.rows == 0) return;
   const int64_t row_tiles = (args.rows + kTileRows - 1) / kTileRows;
   const int64_t query_tiles = (queries + kTileQueries - 1) / kTileQueries;
   require(query_tiles <= 65535, "batched SSS scan: ", queries, " queries in one launch");
-  const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(query_tiles));
   const double s = args.slack;
   const SlackFactors factors{(1.0 - s) / (1.0 + s), (1.0 + s) / (1.0 - s)};
-  sss_batched_kernel<<<grid, kThreads, 0, stream>>>(args, queries, factors);
+  // Back in the pool at return, while the kernels may still run: only later work on the stream
+  // can be handed it (memory_pool.h).
+  PoolBuffer<uint8_t> ranges(pool, queries * kBucketPivots * 2);
+  const int64_t range_threads = queries * kBucketPivots;
+  bucket_ranges_kernel<<<unsigned((range_threads + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+      args, queries, factors, ranges.get());
+  QV_LAUNCH_CHECK("sss bucket_ranges_kernel");
+  ScanArgs scan = args;
+  scan.bucket_ranges = ranges.get();
+  const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(query_tiles));
+  sss_batched_kernel<<<grid, kThreads, 0, stream>>>(scan, queries);
   QV_LAUNCH_CHECK("sss_batched_kernel");
 }
 

@@ -152,7 +152,10 @@ LcBuilt build_lc(int64_t n, int64_t bucket, const Distance& d) {
 struct SssBuilt {
   std::vector<int64_t> pivots;
   std::vector<float> table;
-  gpu::SssTables view() const { return gpu::SssTables{int64_t(pivots.size()), pivots.data(), table.data()}; }
+  SssBuckets buckets;  // of the table, as an index keeps them (the batched scan's first filter)
+  gpu::SssTables view() const {
+    return gpu::SssTables{int64_t(pivots.size()), pivots.data(), table.data(), &buckets};
+  }
 };
 
 // `count` pivots spread over the rows.
@@ -163,6 +166,7 @@ SssBuilt build_sss(int64_t n, int64_t count, const Distance& d) {
   sss.table.resize(size_t(n * count));
   for (int64_t r = 0; r < n; ++r)
     for (int64_t p = 0; p < count; ++p) sss.table[size_t(r * count + p)] = float(d(r, sss.pivots[p]));
+  sss.buckets = build_sss_buckets(sss.table.data(), n, count, count);
   return sss;
 }
 

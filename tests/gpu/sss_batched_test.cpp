@@ -80,7 +80,8 @@ Space make_space(gpu::Resources& resources, Metric metric, int64_t dim, std::vec
       s.table[size_t(r * pivots + p)] =
           float(distance(metric, &s.x[size_t(r * dim)], &s.x[size_t(s.pivot_rows[p] * dim)], dim));
   s.device = gpu::make_metric_device(resources, metric, dim);
-  const gpu::SssTables sss{pivots, s.pivot_rows.data(), s.table.data()};
+  const SssBuckets buckets = build_sss_buckets(s.table.data(), s.n, pivots, pivots);
+  const gpu::SssTables sss{pivots, s.pivot_rows.data(), s.table.data(), &buckets};
   gpu::metric_upload(resources, *s.device, Objects::of_vectors(s.n, dim, s.x.data()), nullptr, &sss);
   return s;
 }
@@ -134,10 +135,11 @@ TEST(GpuSssBatched, EqualsBruteForceOnAwkwardShapes) {
   struct Shape {
     int64_t n, dim, pivots, nq;
   };
-  // Tiles are 64 queries x 128 rows; 4 pivots in the first round, intervals for 12, 32 staged in
-  // shared memory (40 reach the table in global memory). Dimension 130 takes teams of 32 lanes, 3 of 1.
+  // Tiles are 256 queries (round 1 in parts of 64, the list flushed when a part might not fit) x 128
+  // rows; 16 pivots bucketed, 8 table entries loaded at once. Dimension 130 takes teams of 32
+  // lanes, 3 of 1.
   const Shape shapes[] = {{1, 3, 1, 1},          {127, 5, 3, 63},       {128, 8, 4, 64},
-                          {129, 17, 5, 65},      {1000, 130, 12, 17},   {sized(3001, 700), 7, 13, sized(200, 70)},
+                          {129, 17, 5, 65},      {1000, 130, 12, 17},   {sized(3001, 700), 7, 13, sized(300, 70)},
                           {sized(5003, 900), 33, 40, sized(130, 66)}};
   for (Metric metric : {Metric::l2, Metric::l1, Metric::linf}) {
     for (const Shape& sh : shapes) {
