@@ -35,6 +35,13 @@ void for_query_runs(ThreadPool& pool, int64_t nq, const std::function<void(int64
   });
 }
 
+// Whether hits (distances[i], rows[i]) are in (distance, row) order.
+bool sorted_hits(const float* distances, const int64_t* rows, int64_t n) {
+  for (int64_t i = 1; i < n; ++i)
+    if (distances[i] < distances[i - 1] || (distances[i] == distances[i - 1] && rows[i] < rows[i - 1])) return false;
+  return true;
+}
+
 void prefetch_row(const float* row, int64_t dim) { prefetch_bytes(row, dim * static_cast<int64_t>(sizeof(float))); }
 
 }  // namespace
@@ -239,11 +246,18 @@ MetricIndex::RowHits MetricIndex::cpu_range(const Objects& queries, float r, con
   });
   last_evaluations_ = evaluations.load();
   RowHits out;
-  out.lims.push_back(0);
-  for (const std::vector<MetricHit>& hits : per_query) {
-    out.hits.insert(out.hits.end(), hits.begin(), hits.end());
-    out.lims.push_back(static_cast<int64_t>(out.hits.size()));
-  }
+  out.lims.assign(static_cast<size_t>(queries.n + 1), 0);
+  for (int64_t q = 0; q < queries.n; ++q) out.lims[q + 1] = out.lims[q] + static_cast<int64_t>(per_query[q].size());
+  out.rows.resize(static_cast<size_t>(out.lims.back()));
+  out.distances.resize(static_cast<size_t>(out.lims.back()));
+  for_query_runs(context().pool(), queries.n, [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q)
+      for (size_t i = 0; i < per_query[q].size(); ++i) {
+        out.rows[out.lims[q] + i] = per_query[q][i].row;
+        out.distances[out.lims[q] + i] = per_query[q][i].distance;
+      }
+  });
+  out.caller_units = metric() != Metric::l2;  // L2 distances are squared anew (to_caller_units)
   return out;
 }
 
@@ -251,29 +265,24 @@ MetricIndex::RowHits MetricIndex::gpu_range(const Objects& queries, float r, con
   const std::vector<uint8_t> row_bits = ids_.row_filter_bits(options.filter);
   const gpu::RowFilter filter{options.filter.bits ? row_bits.data() : nullptr, count()};
   const int64_t cap = options.max_range_results > 0 ? options.max_range_results : std::numeric_limits<int64_t>::max();
-  const gpu::MetricHits found = gpu::metric_range_search(context().gpu(), *device_copy_, spec_.method, queries, r,
-                                                         filter, cap);
-  RowHits out;
-  out.lims = found.lims;
-  out.hits.resize(found.rows.size());
-  const bool squared = !found.squared.empty();
-  const float* distances = squared ? found.squared.data() : found.distances.data();
-  for_query_runs(context().pool(), queries.n, [&](int64_t q0, int64_t q1) {
-    for (int64_t i = found.lims[q0]; i < found.lims[q1]; ++i) out.hits[i] = {distances[i], found.rows[i]};
-  });
-  // The device's squared distances are the host's floats (gpu_metric.h); a sample of them is checked,
-  // and should one differ (a host build that fuses its multiply-adds), the host recomputes them all.
-  out.caller_units = squared;
-  const Objects objects = objects_.view();
-  for (int64_t q = 0; out.caller_units && q < queries.n; q += kCheckedQueryStride) {
-    if (found.lims[q] == found.lims[q + 1]) continue;
-    const MetricHit& h = out.hits[found.lims[q]];
-    const float host = squared_l2(queries.vector(q), objects.vector(h.row), dim());
-    out.caller_units = std::memcmp(&host, &h.distance, sizeof(float)) == 0;
-  }
+  gpu::MetricHits found = gpu::metric_range_search(context().gpu(), *device_copy_, spec_.method, queries, r, filter, cap);
   int64_t evaluations = 0;
   for (int64_t e : found.evaluations) evaluations += e;
   last_evaluations_ = evaluations;
+  RowHits out;
+  const bool squared = !found.squared.empty();
+  out.lims = std::move(found.lims);
+  out.rows = std::move(found.rows);
+  out.distances = squared ? std::move(found.squared) : std::move(found.distances);
+  // The device's squared distances are the host's floats (gpu_metric.h); a sample of them is checked,
+  // and should one differ (a host build that fuses its multiply-adds), the host recomputes them all.
+  out.caller_units = true;
+  const Objects objects = objects_.view();
+  for (int64_t q = 0; squared && out.caller_units && q < queries.n; q += kCheckedQueryStride) {
+    if (out.lims[q] == out.lims[q + 1]) continue;
+    const float host = squared_l2(queries.vector(q), objects.vector(out.rows[out.lims[q]]), dim());
+    out.caller_units = std::memcmp(&host, &out.distances[out.lims[q]], sizeof(float)) == 0;
+  }
   return out;
 }
 
@@ -289,16 +298,23 @@ RangeResult MetricIndex::range_objects(const Objects& queries, float radius, con
   RangeResult result;
   result.lims.assign(static_cast<size_t>(queries.n + 1), 0);
   for_query_runs(context().pool(), queries.n, [&](int64_t q0, int64_t q1) {
+    std::vector<MetricHit> scratch;
     for (int64_t q = q0; q < q1; ++q) {
-      MetricHit* begin = found.hits.data() + found.lims[q];
-      MetricHit* end = found.hits.data() + found.lims[q + 1];
-      if (!found.caller_units) to_caller_units(queries, q, begin, end);
-      else if (!std::is_sorted(begin, end)) std::sort(begin, end);
-      int64_t kept = end - begin;
+      int64_t* rows = found.rows.data() + found.lims[q];
+      float* distances = found.distances.data() + found.lims[q];
+      const int64_t n = found.lims[q + 1] - found.lims[q];
+      if (!found.caller_units || !sorted_hits(distances, rows, n)) {
+        scratch.resize(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) scratch[i] = {distances[i], rows[i]};
+        if (!found.caller_units) to_caller_units(queries, q, scratch.data(), scratch.data() + n);
+        else std::sort(scratch.begin(), scratch.end());
+        for (int64_t i = 0; i < n; ++i) rows[i] = scratch[i].row, distances[i] = scratch[i].distance;
+      }
+      int64_t kept = n;
       if (squared)
-        for (MetricHit* h = begin; h != end; ++h)
-          if (h->distance > radius) {
-            h->row = -1;
+        for (int64_t i = 0; i < n; ++i)
+          if (distances[i] > radius) {
+            rows[i] = -1;
             --kept;
           }
       result.lims[size_t(q + 1)] = kept;
@@ -311,9 +327,9 @@ RangeResult MetricIndex::range_objects(const Objects& queries, float radius, con
   for_query_runs(context().pool(), queries.n, [&](int64_t q0, int64_t q1) {
     int64_t at = result.lims[size_t(q0)];
     for (int64_t i = found.lims[q0]; i < found.lims[q1]; ++i) {
-      if (found.hits[i].row < 0) continue;
-      result.ids[size_t(at)] = ids[found.hits[i].row];
-      result.distances[size_t(at)] = found.hits[i].distance;
+      if (found.rows[i] < 0) continue;
+      result.ids[size_t(at)] = ids[found.rows[i]];
+      result.distances[size_t(at)] = found.distances[i];
       ++at;
     }
   });

@@ -58,11 +58,15 @@ class MetricIndex final : public Index {
   void search_objects(const Objects& queries, int64_t k, const SearchOptions& options, float* distances,
                       int64_t* ids) const;
   RangeResult range_objects(const Objects& queries, float radius, const SearchOptions& options) const;
-  // Hits by row in CSR form (lims: nq + 1), each query's sorted by (distance, row).
+  // Hits by row in CSR form (lims: nq + 1), each query's sorted by (distance, row); the columns are
+  // result_memory.h's, so that a large result's pages are not faulted in anew.
   struct RowHits {
     std::vector<int64_t> lims;
-    ResultVector<MetricHit> hits;  // result_memory.h: a large result's pages are not faulted in anew
-    bool caller_units = false;     // distances already squared for L2 (by the device), maybe out of order
+    ResultVector<int64_t> rows;
+    ResultVector<float> distances;
+    // The distances are the caller's (squared for L2: by the device), though maybe out of order; else
+    // the L2 ones are true distances, to be squared anew (to_caller_units).
+    bool caller_units = false;
   };
   RowHits cpu_range(const Objects& queries, float r, const SearchOptions& options) const;
   RowHits gpu_range(const Objects& queries, float r, const SearchOptions& options) const;

@@ -42,13 +42,14 @@ constexpr int64_t kHitBytes = int64_t(sizeof(int32_t) + sizeof(float));
 // about a key more of the sort's workspace.
 constexpr int64_t kPackedHitBytes = kHitBytes + 3 * int64_t(sizeof(uint64_t));
 
-// Block b copies the first counts[b] hits of slot slots[b]'s buffer to dst at offsets[b].
-__global__ void gather_hits_kernel(const int32_t* rows, const float* distances, int64_t capacity,
-                                   const int32_t* slots, const int64_t* counts, const int64_t* offsets,
-                                   int32_t* dst_rows, float* dst_distances) {
+// Block b copies slot first_slot + b's hits from its buffer to dst at segments[b], unless they
+// overflowed the buffer (count > capacity: its rerun writes them).
+__global__ void gather_hits_kernel(const int32_t* rows, const float* distances, int64_t capacity, int64_t first_slot,
+                                   const int64_t* segments, int32_t* dst_rows, float* dst_distances) {
   const int64_t b = blockIdx.x;
-  const int64_t from = int64_t(slots[b]) * capacity, to = offsets[b];
-  for (int64_t i = threadIdx.x; i < counts[b]; i += blockDim.x) {
+  const int64_t from = (first_slot + b) * capacity, to = segments[b], count = segments[b + 1] - to;
+  if (count > capacity) return;
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
     dst_rows[to + i] = rows[from + i];
     dst_distances[to + i] = distances[from + i];
   }
@@ -133,28 +134,26 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
     const int64_t capacity = std::clamp<int64_t>(budget / 4 / (slots * kHitBytes), std::min(n, kMinBufferedHits), n);
     PoolBuffer<int32_t> buffered_rows(pool, slots * capacity);
     PoolBuffer<float> buffered_distances(pool, slots * capacity);
-    PoolBuffer<unsigned long long> counts(pool, slots), evaluations(pool, slots);
-    QV_CUDA_CHECK(cudaMemsetAsync(counts.get(), 0, size_t(slots) * sizeof(unsigned long long), stream));
-    QV_CUDA_CHECK(cudaMemsetAsync(evaluations.get(), 0, size_t(slots) * sizeof(unsigned long long), stream));
+    // Per slot, the hits (slots 0 .. slots-1) and then the distances computed: one copy back.
+    PoolBuffer<unsigned long long> counts(pool, 2 * slots);
+    QV_CUDA_CHECK(cudaMemsetAsync(counts.get(), 0, size_t(2 * slots) * sizeof(unsigned long long), stream));
     ScanArgs first = args;
     first.hit_rows = buffered_rows.get();
     first.hit_distances = buffered_distances.get();
     first.hit_capacity = capacity;
     first.hit_count = counts.get();
-    first.evaluations = evaluations.get();
+    first.evaluations = counts.get() + slots;
     launch_scan(first, block_queries);
-    std::vector<unsigned long long> count(static_cast<size_t>(slots)), evaluated(static_cast<size_t>(slots));
+    std::vector<unsigned long long> count(static_cast<size_t>(2 * slots));
     copy_from_device(resources.staging(), resources.device(), count.data(), counts.get(),
                      count.size() * sizeof(unsigned long long), stream);
-    copy_from_device(resources.staging(), resources.device(), evaluated.data(), evaluations.get(),
-                     evaluated.size() * sizeof(unsigned long long), stream);
     for (int64_t s = 0; s < slots; ++s) {
       if (max_hits_per_query > 0 && count[size_t(s)] > static_cast<unsigned long long>(max_hits_per_query))
         fail(Status::too_many_results, "range search: query ", t0 + s, " has ", count[size_t(s)],
              " hits within radius ", radius, ", more than max_hits_per_query = ", max_hits_per_query);
-      out.evaluations[size_t(t0 + s)] = int64_t(evaluated[size_t(s)]) + fixed_evaluations;
+      out.evaluations[size_t(t0 + s)] = int64_t(count[size_t(slots + s)]) + fixed_evaluations;
     }
-    const unsigned long long tile_hits = std::accumulate(count.begin(), count.end(), 0ull);
+    const unsigned long long tile_hits = std::accumulate(count.begin(), count.begin() + slots, 0ull);
     out.rows.reserve(out.rows.size() + size_t(tile_hits));
     out.distances.reserve(out.distances.size() + size_t(tile_hits));
     if (squared) out.squared.reserve(out.squared.size() + size_t(tile_hits));
@@ -164,18 +163,13 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
       int64_t g1 = g0, total = 0;
       while (g1 < slots && (g1 == g0 || (total + int64_t(count[size_t(g1)])) * kPackedHitBytes <= budget / 2))
         total += int64_t(count[size_t(g1++)]);
-      std::vector<int32_t> gather_slots, rerun_slots;
-      std::vector<int64_t> gather_counts, gather_offsets, rerun_offsets, rerun_counts, rerun_queries;
-      std::vector<int64_t> offset(static_cast<size_t>(g1 - g0));
+      // Slot s's hits go to segments[s - g0] .. segments[s - g0 + 1] of the group's.
+      std::vector<int32_t> rerun_slots;
+      std::vector<int64_t> segments(static_cast<size_t>(g1 - g0 + 1)), rerun_offsets, rerun_counts, rerun_queries;
       for (int64_t s = g0, at = 0; s < g1; ++s) {
         const int64_t c = int64_t(count[size_t(s)]);
-        offset[size_t(s - g0)] = at;
-        if (c == 0) continue;
-        if (c <= capacity) {
-          gather_slots.push_back(int32_t(s));
-          gather_counts.push_back(c);
-          gather_offsets.push_back(at);
-        } else {
+        segments[size_t(s - g0)] = at;
+        if (c > capacity) {
           rerun_slots.push_back(int32_t(s));
           rerun_counts.push_back(c);
           rerun_offsets.push_back(at);
@@ -183,6 +177,7 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
         }
         at += c;
       }
+      segments.back() = total;
       if (total == 0) {
         for (int64_t s = g0; s < g1; ++s) out.lims[size_t(t0 + s + 1)] = out.lims[size_t(t0 + s)];
         g0 = g1;
@@ -190,18 +185,14 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
       }
       PoolBuffer<int32_t> packed_rows(pool, total);
       PoolBuffer<float> packed_distances(pool, total);
-      PoolBuffer<int32_t> gather_slot_buffer, rerun_slot_buffer;
-      PoolBuffer<int64_t> gather_count_buffer, gather_offset_buffer, rerun_offset_buffer, rerun_count_buffer;
+      PoolBuffer<int32_t> rerun_slot_buffer;
+      PoolBuffer<int64_t> rerun_offset_buffer, rerun_count_buffer;
       PoolBuffer<unsigned long long> rerun_hit_counts;
-      if (!gather_slots.empty()) {
-        gather_slot_buffer = upload(scan, gather_slots);
-        gather_count_buffer = upload(scan, gather_counts);
-        gather_offset_buffer = upload(scan, gather_offsets);
-        gather_hits_kernel<<<unsigned(gather_slots.size()), kGatherThreads, 0, stream>>>(
-            buffered_rows.get(), buffered_distances.get(), capacity, gather_slot_buffer.get(),
-            gather_count_buffer.get(), gather_offset_buffer.get(), packed_rows.get(), packed_distances.get());
-        QV_LAUNCH_CHECK("metric gather_hits_kernel");
-      }
+      PoolBuffer<int64_t> segment_buffer = upload(scan, segments);
+      gather_hits_kernel<<<unsigned(g1 - g0), kGatherThreads, 0, stream>>>(
+          buffered_rows.get(), buffered_distances.get(), capacity, g0, segment_buffer.get(), packed_rows.get(),
+          packed_distances.get());
+      QV_LAUNCH_CHECK("metric gather_hits_kernel");
       if (!rerun_slots.empty()) {
         rerun_slot_buffer = upload(scan, rerun_slots);
         rerun_offset_buffer = upload(scan, rerun_offsets);
@@ -221,10 +212,6 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
         launch_scan(again, rerun_queries);
       }
       // Each query's hits sorted by (distance, row) on the device.
-      std::vector<int64_t> segment_offsets(static_cast<size_t>(g1 - g0 + 1));
-      for (int64_t s = g0; s < g1; ++s) segment_offsets[size_t(s - g0)] = offset[size_t(s - g0)];
-      segment_offsets.back() = total;
-      PoolBuffer<int64_t> segment_buffer = upload(scan, segment_offsets);
       PoolBuffer<uint64_t> keys(pool, total), sorted(pool, total);
       const size_t sort_bytes = range_sort_workspace_bytes(total, g1 - g0);
       PoolBuffer<char> sort_workspace(pool, std::max<int64_t>(int64_t(sort_bytes), 1));

@@ -58,8 +58,9 @@ static_assert(kTileRows == 1 << kRowBits && kTileQueries * kTileRows <= 65536, "
 // Shared memory: the tile's bucket lines 8.3 KiB, the list 32 KiB, the queries 3 KiB: five blocks
 // an SM, so at most 48 registers a thread.
 constexpr int kBlocksPerSm = 5;
-// Round 2: table entries whose loads are in flight together.
+// Round 2: table entries whose loads are in flight together; round 3: distances a team computes at once.
 constexpr int kPivotBatch = 8;
+constexpr int kDistancePairs = 2;
 // Fewer queries than this take the one-block-per-query scan, which splits each query over blocks
 // (a tile of a few queries would leave most of round 1's lanes idle).
 constexpr int64_t kMinBatchedQueries = 16;
@@ -223,22 +224,37 @@ __device__ void exact_round(const ScanArgs& a, Tile& t, int count) {
   }
 }
 
-// 3. The distances of the first `count` listed pairs, a team of lanes each, and their hits.
+// 3. The distances of the first `count` listed pairs, a team of lanes each, and their hits. A
+//    team computes kDistancePairs distances at once, their loads in flight together.
 __device__ void distance_round(const ScanArgs& a, Tile& t, int64_t first_query, int count) {
   const int tid = int(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   const int64_t row0 = int64_t(blockIdx.x) * kTileRows;
   const int team = a.team, teams = kWarpLanes / team, my_team = lane / team, member = lane % team;
-  for (int first = warp * teams; first < count; first += kWarps * teams) {  // the same trip count in a warp
-    const int j = first + my_team;
-    const bool valid = j < count;
-    const int pair = valid ? t.pairs[j] : 0;
-    const int q = pair >> kRowBits;
-    const int32_t row = int32_t(row0 + (pair & (kTileRows - 1)));
-    const float d = vector_distance(a.metric, a.query_vectors + (a.query_base + t.query_slot[q]) * a.dim,
-                                    a.vectors + int64_t(row) * a.dim, valid ? a.dim : 0, member, team);
-    const bool counted = valid && member == 0;
-    if (counted) atomicAdd(&t.evaluated[q], 1u);
-    emit_hit(a, counted && d <= a.radius, first_query + q, row, d, lane);
+  const int stride = kWarps * teams;  // pairs a pass of the block takes with one distance a team
+  for (int first = warp * teams; first < count; first += kDistancePairs * stride) {  // the same trip count in a warp
+    const float* q[kDistancePairs];
+    const float* x[kDistancePairs];
+    int query[kDistancePairs];
+    int32_t row[kDistancePairs];
+    bool valid[kDistancePairs];
+#pragma unroll
+    for (int i = 0; i < kDistancePairs; ++i) {
+      const int j = first + i * stride + my_team;
+      valid[i] = j < count;
+      const int pair = valid[i] ? t.pairs[j] : 0;  // pair 0 stands in for a missing one: readable
+      query[i] = pair >> kRowBits;
+      row[i] = int32_t(row0 + (pair & (kTileRows - 1)));
+      q[i] = a.query_vectors + (a.query_base + t.query_slot[query[i]]) * a.dim;
+      x[i] = a.vectors + int64_t(row[i]) * a.dim;
+    }
+    float d[kDistancePairs];
+    vector_distances<kDistancePairs>(a.metric, q, x, valid[0] ? a.dim : 0, member, team, d);
+#pragma unroll
+    for (int i = 0; i < kDistancePairs; ++i) {
+      const bool counted = valid[i] && member == 0;
+      if (counted) atomicAdd(&t.evaluated[query[i]], 1u);
+      emit_hit(a, counted && d[i] <= a.radius, first_query + query[i], row[i], d[i], lane);
+    }
   }
 }
 
