@@ -321,18 +321,29 @@ RangeResult MetricIndex::range_objects(const Objects& queries, float radius, con
     }
   });
   std::partial_sum(result.lims.begin(), result.lims.end(), result.lims.begin());
-  result.ids.resize(static_cast<size_t>(result.lims.back()));
-  result.distances.resize(static_cast<size_t>(result.lims.back()));
+  // The columns become the result, their rows turned into ids in place.
   const int64_t* ids = ids_.data();
-  for_query_runs(context().pool(), queries.n, [&](int64_t q0, int64_t q1) {
-    int64_t at = result.lims[size_t(q0)];
-    for (int64_t i = found.lims[q0]; i < found.lims[q1]; ++i) {
+  const bool identity = ids_.is_identity();
+  if (result.lims.back() == found.lims.back()) {  // every hit kept: the usual case
+    if (!identity)
+      for_query_runs(context().pool(), queries.n, [&](int64_t q0, int64_t q1) {
+        for (int64_t i = found.lims[q0]; i < found.lims[q1]; ++i) found.rows[i] = ids[found.rows[i]];
+      });
+  } else {
+    // The kept hits move down over the dropped ones in one pass (a run of queries would overwrite
+    // the hits of the run before it that are still to move).
+    int64_t at = 0;
+    for (int64_t i = 0; i < found.lims.back(); ++i) {
       if (found.rows[i] < 0) continue;
-      result.ids[size_t(at)] = ids[found.rows[i]];
-      result.distances[size_t(at)] = found.distances[i];
+      found.rows[at] = identity ? found.rows[i] : ids[found.rows[i]];
+      found.distances[at] = found.distances[i];
       ++at;
     }
-  });
+    found.rows.resize(static_cast<size_t>(at));
+    found.distances.resize(static_cast<size_t>(at));
+  }
+  result.ids = std::move(found.rows);
+  result.distances = std::move(found.distances);
   return result;
 }
 
