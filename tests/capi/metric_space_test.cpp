@@ -114,51 +114,11 @@ TEST(MetricSpace, FiltersApplyToRangeAndKnn) {
   }
 }
 
-// An L2 radius (squared, the caller's units) one float below a row's squared distance whose square
-// root rounds to that row's distance: the triangle-inequality search, which works with distances,
-// finds the row and the result must drop it, moving the next queries' hits down over it with their
-// ids (ids that are not the rows: each is translated).
+// An L2 radius whose square root reaches past a row the squared radius excludes
+// (CheckL2HitsPastTheSquaredRadiusAreDropped).
 TEST(MetricSpace, L2HitsPastTheSquaredRadiusAreDropped) {
   Context ctx = MakeCpuContext();
-  const int64_t n = 200;
-  std::vector<float> x(n);
-  std::vector<int64_t> ids(n);
-  for (int64_t i = 0; i < n; ++i) x[i] = 0.37f * float(i), ids[i] = 1000 + 3 * i;
-  const std::vector<float> q = {0.11f, 9.3f};
-  auto squared = [&](float query, int64_t i) {
-    const float diff = query - x[i];
-    return diff * diff;
-  };
-  float radius = 0.0f;  // a radius that query 0's search reaches past
-  for (int64_t i = 1; i < n && radius == 0.0f; ++i) {
-    const float below = std::nextafter(squared(q[0], i), 0.0f);
-    if (std::sqrt(below) == std::sqrt(squared(q[0], i))) radius = below;
-  }
-  ASSERT_GT(radius, 0.0f);
-  for (const char* descriptor : {"LC4", "SSS0.5"}) {
-    SCOPED_TRACE(descriptor);
-    Index index = MakeIndex(ctx.get(), 1, QV_METRIC_L2, descriptor);
-    QV_ASSERT_OK(qv_index_add(index.get(), n, x.data(), ids.data()));
-    qv_range_result_t* raw = nullptr;
-    QV_ASSERT_OK(qv_index_range_search(index.get(), 2, q.data(), radius, nullptr, &raw));
-    RangeResult result(raw);
-    int64_t nq = 0;
-    const int64_t* lims = nullptr;
-    const int64_t* found = nullptr;
-    const float* distances = nullptr;
-    QV_ASSERT_OK(qv_range_result_get(result.get(), &nq, &lims, &found, &distances));
-    for (int64_t k = 0; k < 2; ++k) {
-      std::vector<std::pair<float, int64_t>> expected;
-      for (int64_t i = 0; i < n; ++i)
-        if (squared(q[k], i) <= radius) expected.push_back({squared(q[k], i), ids[i]});
-      std::sort(expected.begin(), expected.end());
-      ASSERT_EQ(lims[k + 1] - lims[k], int64_t(expected.size())) << "query " << k;
-      for (size_t j = 0; j < expected.size(); ++j) {
-        EXPECT_EQ(found[lims[k] + j], expected[j].second) << "query " << k << " hit " << j;
-        EXPECT_EQ(distances[lims[k] + j], expected[j].first) << "query " << k << " hit " << j;
-      }
-    }
-  }
+  CheckL2HitsPastTheSquaredRadiusAreDropped(ctx.get());
 }
 
 TEST(MetricSpace, TooManyResultsIsItsOwnStatus) {

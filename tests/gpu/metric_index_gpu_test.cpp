@@ -89,6 +89,14 @@ TEST(GpuMetricIndex, SameAnswersAsTheCpuAfterChanges) {
   }
 }
 
+// The device finds a row by its distance that the caller's squared radius excludes; the host drops it
+// (CheckL2HitsPastTheSquaredRadiusAreDropped).
+TEST(GpuMetricIndex, L2HitsPastTheSquaredRadiusAreDropped) {
+  QV_REQUIRE_GPU();
+  Context ctx = MakeCudaContext();
+  CheckL2HitsPastTheSquaredRadiusAreDropped(ctx.get());
+}
+
 TEST(GpuMetricIndex, TooManyResultsOnTheDevice) {
   QV_REQUIRE_GPU();
   Context ctx = MakeCudaContext();
