@@ -1,7 +1,7 @@
 // cuda/metric/sss_batched.*: SSS range search over vectors, a block per tile of queries and rows.
 // Its results must equal brute force's exactly (the same rows, in the same order, with the same
 // float distances) on every shape the tiles make awkward: rows and queries short of a tile, one
-// row, one query, fewer pivots than the first round tests, more than are staged; at radius 0, on
+// row, one query, fewer pivots than are bucketed, more than a few load batches; at radius 0, on
 // duplicates, with filters, with infinite distances, and when hit buffers overflow and the hits are
 // found again. QUIVER_SSS_BATCHED=1 makes every batch take it (0: the one-block-per-query scan).
 #include <algorithm>
