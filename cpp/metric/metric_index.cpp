@@ -242,7 +242,11 @@ MetricIndex::RowHits MetricIndex::cpu_range(const Objects& queries, float r, con
   context().pool().parallel_for(queries.n, [&](int64_t q) {
     const QueryDistance query(metric(), queries, q);
     evaluations += method_->range(query, objects_.view(), r, allowed, per_query[q]);
-    std::sort(per_query[q].begin(), per_query[q].end());
+    // The caller's units at once (L2: squared anew, which sorts them), else sorted as found.
+    MetricHit* begin = per_query[q].data();
+    MetricHit* end = begin + per_query[q].size();
+    if (metric() == Metric::l2) to_caller_units(queries, q, begin, end);
+    else std::sort(begin, end);
   });
   last_evaluations_ = evaluations.load();
   RowHits out;
@@ -257,7 +261,7 @@ MetricIndex::RowHits MetricIndex::cpu_range(const Objects& queries, float r, con
         out.distances[out.lims[q] + i] = per_query[q][i].distance;
       }
   });
-  out.caller_units = metric() != Metric::l2;  // L2 distances are squared anew (to_caller_units)
+  out.caller_units = true;
   return out;
 }
 
@@ -292,9 +296,9 @@ RangeResult MetricIndex::range_objects(const Objects& queries, float radius, con
   if (squared && radius < 0.0f) return RangeResult{std::vector<int64_t>(static_cast<size_t>(queries.n + 1), 0), {}, {}};
   const float r = squared ? std::sqrt(radius) : radius;
   RowHits found = device_copy_current_ && count() > 0 ? gpu_range(queries, r, options) : cpu_range(queries, r, options);
-  // Per query, in parallel: the caller's units (squared distances, in their order), then the hits
-  // the square root rounded in dropped (marked with row -1); lims counts the hits kept, then becomes
-  // their offsets.
+  // Per query, in parallel: the caller's units where they are not yet (squared distances, in their
+  // order), then the hits the square root rounded in dropped (marked with row -1); lims counts the
+  // hits kept, then becomes their offsets.
   RangeResult result;
   result.lims.assign(static_cast<size_t>(queries.n + 1), 0);
   for_query_runs(context().pool(), queries.n, [&](int64_t q0, int64_t q1) {
