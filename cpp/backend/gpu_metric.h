@@ -6,7 +6,8 @@
 // again after every change.
 //
 // Distances here are the metric's true distance (Euclidean, not squared, for L2; integers for edit
-// distance), so the triangle inequality holds; the index converts at its edge.
+// distance), so the triangle inequality holds; the index converts at its edge. L2 range hits come
+// back squared, already the caller's units (MetricHits).
 //
 // Errors as in gpu.h. Every call blocks until its outputs are written and keeps no caller pointer.
 // Searches on one MetricDevice may run from several threads at once; uploads need exclusive access.
@@ -72,14 +73,13 @@ int64_t metric_rows(const MetricDevice& device);
 int64_t metric_device_bytes(const MetricDevice& device);
 
 // Range search results by row: query q's hits are rows[lims[q] .. lims[q + 1]) with their
-// distances, sorted by (distance, row). Host memory.
+// distances, sorted by (distance, row). Host memory. In L2 spaces the distances are squared: each
+// the float cpp/distance/vectors.h's squared_l2 gives for the pair (the same operations in the same
+// order), the caller's units; the hits are those whose true distance is within the radius.
 struct MetricHits {
   std::vector<int64_t> lims;
   ResultVector<int64_t> rows;
   ResultVector<float> distances;
-  // L2 spaces: each hit's squared distance, the float cpp/distance/vectors.h's squared_l2 gives for
-  // the pair (the same operations in the same order); empty for the other metrics.
-  ResultVector<float> squared;
   std::vector<int64_t> evaluations;  // per query: distances computed (centres, pivots, objects)
 };
 

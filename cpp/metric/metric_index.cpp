@@ -35,11 +35,24 @@ void for_query_runs(ThreadPool& pool, int64_t nq, const std::function<void(int64
   });
 }
 
-// Whether hits (distances[i], rows[i]) are in (distance, row) order.
-bool sorted_hits(const float* distances, const int64_t* rows, int64_t n) {
-  for (int64_t i = 1; i < n; ++i)
-    if (distances[i] < distances[i - 1] || (distances[i] == distances[i - 1] && rows[i] < rows[i - 1])) return false;
-  return true;
+// Each query's kept hits (the first kept_lims[q + 1] - kept_lims[q] of its found_lims[q] ..
+// found_lims[q + 1]) moved down to kept_lims[q], the columns cut to the kept; serially, as the hits
+// move over earlier queries' places. A run of queries that keep every hit moves at once.
+template <typename T>
+void squeeze_kept_hits(const std::vector<int64_t>& found_lims, const std::vector<int64_t>& kept_lims,
+                       ResultVector<T>& column) {
+  const int64_t nq = static_cast<int64_t>(kept_lims.size()) - 1;
+  auto keeps_all = [&](int64_t q) { return kept_lims[q + 1] - kept_lims[q] == found_lims[q + 1] - found_lims[q]; };
+  for (int64_t q = 0; q < nq;) {
+    int64_t end = q;
+    while (end < nq && keeps_all(end)) ++end;
+    end = std::min(end + 1, nq);  // the run's last query may drop hits: its kept ones are its first
+    if (kept_lims[q] != found_lims[q])
+      std::memmove(column.data() + kept_lims[q], column.data() + found_lims[q],
+                   static_cast<size_t>(kept_lims[end] - kept_lims[q]) * sizeof(T));
+    q = end;
+  }
+  column.resize(static_cast<size_t>(kept_lims.back()));
 }
 
 void prefetch_row(const float* row, int64_t dim) { prefetch_bytes(row, dim * static_cast<int64_t>(sizeof(float))); }
@@ -274,14 +287,14 @@ MetricIndex::RowHits MetricIndex::gpu_range(const Objects& queries, float r, con
   for (int64_t e : found.evaluations) evaluations += e;
   last_evaluations_ = evaluations;
   RowHits out;
-  const bool squared = !found.squared.empty();
   out.lims = std::move(found.lims);
   out.rows = std::move(found.rows);
-  out.distances = squared ? std::move(found.squared) : std::move(found.distances);
+  out.distances = std::move(found.distances);
   // The device's squared distances are the host's floats (gpu_metric.h); a sample of them is checked,
   // and should one differ (a host build that fuses its multiply-adds), the host recomputes them all.
   out.caller_units = true;
   const Objects objects = objects_.view();
+  const bool squared = metric() == Metric::l2;
   for (int64_t q = 0; squared && out.caller_units && q < queries.n; q += kCheckedQueryStride) {
     if (out.lims[q] == out.lims[q + 1]) continue;
     const float host = squared_l2(queries.vector(q), objects.vector(out.rows[out.lims[q]]), dim());
@@ -296,9 +309,9 @@ RangeResult MetricIndex::range_objects(const Objects& queries, float radius, con
   if (squared && radius < 0.0f) return RangeResult{std::vector<int64_t>(static_cast<size_t>(queries.n + 1), 0), {}, {}};
   const float r = squared ? std::sqrt(radius) : radius;
   RowHits found = device_copy_current_ && count() > 0 ? gpu_range(queries, r, options) : cpu_range(queries, r, options);
-  // Per query, in parallel: the caller's units where they are not yet (squared distances, in their
-  // order), then the hits the square root rounded in dropped (marked with row -1); lims counts the
-  // hits kept, then becomes their offsets.
+  // Per query, in parallel: the caller's units where they are not yet (squared anew, sorted). Each
+  // query's hits are then in order, so those the square root rounded in (squared distance past the
+  // caller's radius) are its last: lims counts the hits kept, then becomes their offsets.
   RangeResult result;
   result.lims.assign(static_cast<size_t>(queries.n + 1), 0);
   for_query_runs(context().pool(), queries.n, [&](int64_t q0, int64_t q1) {
@@ -307,44 +320,29 @@ RangeResult MetricIndex::range_objects(const Objects& queries, float radius, con
       int64_t* rows = found.rows.data() + found.lims[q];
       float* distances = found.distances.data() + found.lims[q];
       const int64_t n = found.lims[q + 1] - found.lims[q];
-      if (!found.caller_units || !sorted_hits(distances, rows, n)) {
+      if (!found.caller_units) {
         scratch.resize(static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i) scratch[i] = {distances[i], rows[i]};
-        if (!found.caller_units) to_caller_units(queries, q, scratch.data(), scratch.data() + n);
-        else std::sort(scratch.begin(), scratch.end());
+        to_caller_units(queries, q, scratch.data(), scratch.data() + n);
         for (int64_t i = 0; i < n; ++i) rows[i] = scratch[i].row, distances[i] = scratch[i].distance;
       }
       int64_t kept = n;
-      if (squared)
-        for (int64_t i = 0; i < n; ++i)
-          if (distances[i] > radius) {
-            rows[i] = -1;
-            --kept;
-          }
+      while (squared && kept > 0 && distances[kept - 1] > radius) --kept;
       result.lims[size_t(q + 1)] = kept;
     }
   });
   std::partial_sum(result.lims.begin(), result.lims.end(), result.lims.begin());
+  if (result.lims.back() != found.lims.back()) {
+    squeeze_kept_hits(found.lims, result.lims, found.rows);
+    squeeze_kept_hits(found.lims, result.lims, found.distances);
+  }
   // The columns become the result, their rows turned into ids in place.
-  const int64_t* ids = ids_.data();
-  const bool identity = ids_.is_identity();
-  if (result.lims.back() == found.lims.back()) {  // every hit kept: the usual case
-    if (!identity)
-      for_query_runs(context().pool(), queries.n, [&](int64_t q0, int64_t q1) {
-        for (int64_t i = found.lims[q0]; i < found.lims[q1]; ++i) found.rows[i] = ids[found.rows[i]];
-      });
-  } else {
-    // The kept hits move down over the dropped ones in one pass (a run of queries would overwrite
-    // the hits of the run before it that are still to move).
-    int64_t at = 0;
-    for (int64_t i = 0; i < found.lims.back(); ++i) {
-      if (found.rows[i] < 0) continue;
-      found.rows[at] = identity ? found.rows[i] : ids[found.rows[i]];
-      found.distances[at] = found.distances[i];
-      ++at;
-    }
-    found.rows.resize(static_cast<size_t>(at));
-    found.distances.resize(static_cast<size_t>(at));
+  if (!ids_.is_identity()) {
+    const int64_t* ids = ids_.data();
+    int64_t* rows = found.rows.data();
+    for_query_runs(context().pool(), queries.n, [&](int64_t q0, int64_t q1) {
+      for (int64_t i = result.lims[q0]; i < result.lims[q1]; ++i) rows[i] = ids[rows[i]];
+    });
   }
   result.ids = std::move(found.rows);
   result.distances = std::move(found.distances);

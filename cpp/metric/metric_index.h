@@ -64,9 +64,8 @@ class MetricIndex final : public Index {
     std::vector<int64_t> lims;
     ResultVector<int64_t> rows;
     ResultVector<float> distances;
-    // The distances are the caller's (squared for L2), though the device's maybe out of order; false
-    // only for the device's L2 hits when its squares differ from the host's: true distances, to be
-    // squared anew (to_caller_units).
+    // The distances are the caller's (squared for L2), in order; false only for the device's L2
+    // hits when its squares differ from the host's: to be squared anew and sorted (to_caller_units).
     bool caller_units = false;
   };
   RowHits cpu_range(const Objects& queries, float r, const SearchOptions& options) const;

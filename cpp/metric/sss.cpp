@@ -144,8 +144,7 @@ SssPivots::BucketRanges SssPivots::bucket_ranges(const std::vector<float>& dq, f
 }
 
 uint32_t SssPivots::existing_rows(int64_t w) const {
-  const int64_t left = rows_ - w * 32;
-  return left >= 32 ? ~0u : left <= 0 ? 0u : (1u << left) - 1u;
+  return low_rows(rows_ - w * 32);
 }
 
 uint32_t SssPivots::kept_word(const BucketRanges& ranges, int64_t w) const {

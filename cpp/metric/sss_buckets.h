@@ -21,6 +21,13 @@
 #include <cstdint>
 #include <vector>
 
+// Helpers the CPU and the GPU scans share are callable from device code too.
+#ifdef __CUDACC__
+#define QV_SSS_FN __host__ __device__ inline
+#else
+#define QV_SSS_FN inline
+#endif
+
 namespace quiver {
 
 namespace sss_buckets {
@@ -30,6 +37,15 @@ constexpr int64_t kPivots = 16;      // the first pivots bucketed (fewer when th
 constexpr int kTileRows = 128;
 constexpr int kTileWords = kTileRows / 32;
 }  // namespace sss_buckets
+
+// The rows of a word that exist when `left` rows remain from its first (bit i: row first + i).
+QV_SSS_FN uint32_t low_rows(int64_t left) { return left >= 32 ? ~0u : left <= 0 ? 0u : (1u << left) - 1u; }
+
+// The rows a bucketed pivot keeps for buckets [lo, hi], from the same word of at_least(p, lo),
+// at_least(p, hi + 1) and at_least(p, kBuckets) (module comment).
+QV_SSS_FN uint32_t kept_rows(uint32_t at_least_lo, uint32_t above_hi, uint32_t wild) {
+  return at_least_lo & (~above_hi | wild);
+}
 
 struct SssBuckets {
   int64_t pivots = 0;          // bucketed pivots: min(sss_buckets::kPivots, the table's)
@@ -48,7 +64,7 @@ struct SssBuckets {
     const uint32_t* at_least_lo = at_least(p, lo) + first;
     const uint32_t* above_hi = at_least(p, hi + 1) + first;
     const uint32_t* wild = at_least(p, sss_buckets::kBuckets) + first;
-    for (int64_t i = 0; i < count; ++i) alive[i] &= at_least_lo[i] & (~above_hi[i] | wild[i]);
+    for (int64_t i = 0; i < count; ++i) alive[i] &= kept_rows(at_least_lo[i], above_hi[i], wild[i]);
   }
   int64_t memory_bytes() const {
     return static_cast<int64_t>(edges.capacity() * sizeof(float) + bits.capacity() * sizeof(uint32_t));
@@ -66,10 +82,7 @@ SssBuckets build_sss_buckets(const float* table, int64_t rows, int64_t pivots, i
 SssBuckets grown_sss_buckets(const SssBuckets& old, const float* table, int64_t rows, int64_t stride);
 
 // The bucket of v for a pivot's edges (the number of edges <= v; a NaN counts as below every edge).
-#ifdef __CUDACC__
-__host__ __device__
-#endif
-inline int bucket_of(const float* edges, float v) {
+QV_SSS_FN int bucket_of(const float* edges, float v) {
   int low = 0, high = sss_buckets::kEdges;  // the answer lies in [low, high]
   while (low < high) {
     const int middle = (low + high) / 2;

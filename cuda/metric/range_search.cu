@@ -6,9 +6,9 @@
 // cap is checked there), then the hits are packed densely: gathered from the buffer where they fit,
 // found again by a second scan into exactly sized room where they did not (so device memory stays
 // within the tile budget whatever the radius: the pass of a large result costs a second scan, not
-// memory). Each query's hits are sorted by (distance, row) on the device (CUB's segmented sort of
-// 64-bit keys, cuda/flat/range_sort.h) and copied straight into the output, with their squared
-// distances for L2 (squared_hits.h).
+// memory). L2 hits then take their squared distances as the host computes them (squared_hits.h),
+// the caller's units. Each query's hits are sorted by (distance, row) on the device (CUB's segmented
+// sort of 64-bit keys, cuda/flat/range_sort.h) and copied straight into the output.
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -156,7 +156,6 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
     const unsigned long long tile_hits = std::accumulate(count.begin(), count.begin() + slots, 0ull);
     out.rows.reserve(out.rows.size() + size_t(tile_hits));
     out.distances.reserve(out.distances.size() + size_t(tile_hits));
-    if (squared) out.squared.reserve(out.squared.size() + size_t(tile_hits));
 
     // The hits, packed densely, a group of queries at a time.
     for (int64_t g0 = 0; g0 < slots;) {
@@ -211,6 +210,10 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
         again.evaluations = nullptr;
         launch_scan(again, rerun_queries);
       }
+      // L2: the squared distances in place of the true ones (the caller's units, the sort's keys).
+      if (squared)
+        squared_l2_of_hits(args.query_vectors, t0 + g0, args.vectors, device.dim, packed_rows.get(),
+                           segment_buffer.get(), g1 - g0, packed_distances.get(), stream);
       // Each query's hits sorted by (distance, row) on the device.
       PoolBuffer<uint64_t> keys(pool, total), sorted(pool, total);
       const size_t sort_bytes = range_sort_workspace_bytes(total, g1 - g0);
@@ -233,14 +236,6 @@ MetricHits metric_range_search(Resources& resources, const MetricDevice& device,
                        size_t(total) * sizeof(int64_t), stream);
       copy_from_device(resources.staging(), resources.device(), out.distances.data() + at, packed_distances.get(),
                        size_t(total) * sizeof(float), stream);
-      if (squared) {  // over the packed rows, read by now
-        float* squared_distances = reinterpret_cast<float*>(packed_rows.get());
-        squared_l2_of_hits(args.query_vectors, t0 + g0, args.vectors, device.dim, unpacked_rows, segment_buffer.get(),
-                           g1 - g0, squared_distances, stream);
-        out.squared.resize(at + size_t(total));
-        copy_from_device(resources.staging(), resources.device(), out.squared.data() + at, squared_distances,
-                         size_t(total) * sizeof(float), stream);
-      }
       for (int64_t s = g0; s < g1; ++s)
         out.lims[size_t(t0 + s + 1)] = out.lims[size_t(t0 + s)] + int64_t(count[size_t(s)]);
       g0 = g1;

@@ -17,7 +17,7 @@ constexpr int kSegmentsPerBlock = kThreads / kWarpLanes;
 
 __global__ void __launch_bounds__(kThreads)
     squared_l2_kernel(const float* queries, int64_t first_query, const float* vectors, int64_t dim,
-                      const int64_t* rows, const int64_t* offsets, int64_t segments, float* out) {
+                      const int32_t* rows, const int64_t* offsets, int64_t segments, float* out) {
   const int lane = int(threadIdx.x) % kWarpLanes, team = lane / kHostLanes, member = lane % kHostLanes;
   const int64_t s = int64_t(blockIdx.x) * kSegmentsPerBlock + threadIdx.x / kWarpLanes;
   if (s >= segments) return;  // the whole warp
@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 void squared_l2_of_hits(const float* queries, int64_t first_query, const float* vectors, int64_t dim,
-                        const int64_t* rows, const int64_t* offsets, int64_t segments, float* out,
+                        const int32_t* rows, const int64_t* offsets, int64_t segments, float* out,
                         cudaStream_t stream) {
   if (segments == 0) return;
   const int64_t blocks = (segments + kSegmentsPerBlock - 1) / kSegmentsPerBlock;

@@ -16,7 +16,7 @@ namespace quiver::gpu::metric_space {
 // first_query + s (its vector at queries + (first_query + s) * dim) against row rows[i] of vectors
 // (dim floats a row). Device memory, ordered on `stream`.
 void squared_l2_of_hits(const float* queries, int64_t first_query, const float* vectors, int64_t dim,
-                        const int64_t* rows, const int64_t* offsets, int64_t segments, float* out,
+                        const int32_t* rows, const int64_t* offsets, int64_t segments, float* out,
                         cudaStream_t stream);
 
 }  // namespace quiver::gpu::metric_space

@@ -86,17 +86,14 @@ __device__ __forceinline__ float2 kept_interval(float pivot, float radius, Slack
 // The rows first .. first + 31 (first a multiple of 32) that exist and that the filter lets through,
 // bit i for row first + i.
 __device__ __forceinline__ uint32_t usable_rows(const ScanArgs& a, int64_t first) {
-  const int64_t left = a.rows - first;
-  uint32_t rows = left >= 32 ? ~0u : left <= 0 ? 0u : (1u << left) - 1u;
+  uint32_t rows = low_rows(a.rows - first);
   if (a.filter != nullptr && rows != 0) {
     uint32_t allowed_rows = 0;  // the filter's bits from `first`: bit (row & 7) of byte row >> 3
     for (int b = 0; b < 4; ++b) {
       const int64_t byte = first / 8 + b;
       if (byte * 8 < a.filter_bits) allowed_rows |= uint32_t(a.filter[byte]) << (8 * b);
     }
-    const int64_t within = a.filter_bits - first;
-    if (within < 32) allowed_rows &= within <= 0 ? 0u : (1u << within) - 1u;
-    rows &= allowed_rows;
+    rows &= allowed_rows & low_rows(a.filter_bits - first);
   }
   return rows;
 }
@@ -172,7 +169,7 @@ __device__ void bucket_round(const ScanArgs& a, Tile& t, int64_t first_query, in
       if (p >= a.bucket_pivots) break;
       const uint32_t range = ranges[p / 2] >> (16 * (p % 2));  // [lo, hi] in its two low bytes
       const int lo = int(range & 0xff), hi = int((range >> 8) & 0xff);
-      alive &= t.bits[p][lo][w] & (~t.bits[p][hi + 1][w] | t.bits[p][kBuckets][w]);
+      alive &= kept_rows(t.bits[p][lo][w], t.bits[p][hi + 1][w], t.bits[p][kBuckets][w]);
     }
   }
   // The thread's pairs, in one run of the list: offsets by a scan over the warp.

@@ -222,10 +222,11 @@ constexpr double kTolerance = 3e-5;
 
 bool near(double got, double want) { return std::fabs(got - want) <= kTolerance * (std::fabs(want) + 1e-3); }
 
-// Brute force's hits against the reference. exact: the float of the true distance is what the GPU
-// returns (strings, small integers); else near-boundary rows may go either way.
-void expect_range_matches(const gpu::MetricHits& hits, const Matrix& d, float radius, const Filter& filter, bool exact,
-                          const std::string& what) {
+// Brute force's hits against the reference (L2 hits carry squared distances: their roots are
+// compared). exact: the float of the true distance is what the GPU finds (strings, small integers);
+// else near-boundary rows may go either way.
+void expect_range_matches(Metric metric, const gpu::MetricHits& hits, const Matrix& d, float radius,
+                          const Filter& filter, bool exact, const std::string& what) {
   const int64_t nq = int64_t(d.size());
   ASSERT_EQ(int64_t(hits.lims.size()), nq + 1) << what;
   ASSERT_EQ(hits.lims.back(), int64_t(hits.rows.size())) << what;
@@ -242,12 +243,14 @@ void expect_range_matches(const gpu::MetricHits& hits, const Matrix& d, float ra
         EXPECT_TRUE(hits.distances[i - 1] < hits.distances[i] ||
                     (hits.distances[i - 1] == hits.distances[i] && hits.rows[i - 1] < row))
             << what << " query " << q << " hits out of order at " << i;
-      EXPECT_LE(hits.distances[i], radius) << what << " query " << q << " row " << row;
+      const double got = metric == Metric::l2 ? std::sqrt(double(hits.distances[i])) : double(hits.distances[i]);
       if (exact) {
-        EXPECT_EQ(hits.distances[i], float(d[q][row])) << what << " query " << q << " row " << row;
+        EXPECT_LE(float(got), radius) << what << " query " << q << " row " << row;
+        EXPECT_EQ(float(got), float(d[q][row])) << what << " query " << q << " row " << row;
       } else {
-        EXPECT_TRUE(near(hits.distances[i], d[q][row]))
-            << what << " query " << q << " row " << row << ": " << hits.distances[i] << " vs " << d[q][row];
+        EXPECT_LE(got, double(radius) * (1 + kTolerance)) << what << " query " << q << " row " << row;
+        EXPECT_TRUE(near(got, d[q][row])) << what << " query " << q << " row " << row << ": " << got << " vs "
+                                          << d[q][row];
       }
     }
     for (int64_t row = 0; row < int64_t(d[q].size()); ++row) {
@@ -345,7 +348,7 @@ void check_space(Metric metric, const Space& space, const Space& queries, bool e
     for (float radius : radii) {
       const std::string what = name + " radius " + std::to_string(radius) + " filter " + std::to_string(f);
       const gpu::MetricHits brute = range(resources, *index.device, MetricMethod::brute_force, queries, radius, filter);
-      expect_range_matches(brute, d, radius, filter, exact, what + " brute force");
+      expect_range_matches(metric, brute, d, radius, filter, exact, what + " brute force");
       for (int64_t q = 0; q < queries.size() && f == 0; ++q)
         EXPECT_EQ(brute.evaluations[q], space.size()) << what << " query " << q;
       for (MetricMethod m : {MetricMethod::list_of_clusters, MetricMethod::sss}) {
@@ -549,8 +552,8 @@ TEST(GpuMetricSearch, SmallTileBudgetGivesTheSameResults) {
   }
   // The brute-force reference of a few queries, through the small budget.
   const Matrix d = distance_matrix(Metric::l1, few, space);
-  expect_range_matches(range(*small, *small_index.device, MetricMethod::sss, few, 2.5f, filter), d, 2.5f, filter,
-                       false, "small budget");
+  expect_range_matches(Metric::l1, range(*small, *small_index.device, MetricMethod::sss, few, 2.5f, filter), d, 2.5f,
+                       filter, false, "small budget");
   expect_knn_matches(knn(*small, *small_index.device, MetricMethod::list_of_clusters, few, 300, filter), d, 300,
                      filter, false, "small budget");
 }
@@ -570,7 +573,7 @@ TEST(GpuMetricSearch, ManyClustersSplitOverBlocks) {
     for (float radius : {0.0f, quantile_radius(d, 0.0005), quantile_radius(d, 0.01), quantile_radius(d, 0.3)}) {
       const std::string what = "radius " + std::to_string(radius) + (filter.on ? " filtered" : "");
       const gpu::MetricHits brute = range(resources, *index.device, MetricMethod::brute_force, queries, radius, filter);
-      expect_range_matches(brute, d, radius, filter, false, what + " brute force");
+      expect_range_matches(Metric::l2, brute, d, radius, filter, false, what + " brute force");
       for (MetricMethod m : {MetricMethod::list_of_clusters, MetricMethod::sss})
         expect_same_hits(range(resources, *index.device, m, queries, radius, filter), brute,
                          what + " " + method_name(m));
