@@ -34,13 +34,15 @@ int64_t result_buffer_entries(const ResultBuffer& buffer);
 float* result_distances(ResultBuffer& buffer);
 int64_t* result_ids(ResultBuffer& buffer);
 
-// The best k of every query over the parts' k-NN lists, merged on `resources`' device: parts[p]
-// holds nq x k results (each row closest first by distance, missing entries (id -1) last, ids
-// distinct across the parts of a query, as a sharded index's are), on any device. Writes distances
-// / ids (nq x k, host or device memory), closest first, equal distances by smaller id, missing
-// entries (id -1, the metric's missing distance) last. 1 <= parts.size() <= 64.
+// The best k of queries first .. first + nq - 1 over the parts' k-NN lists, merged on `resources`'
+// device: parts[p] holds rows of k results, at least first + nq of them (each row closest first by
+// distance, missing entries (id -1) last, ids distinct across the parts of a query, as a sharded
+// index's are), on any device. Writes distances / ids (nq x k, host or device memory), closest
+// first, equal distances by smaller id, missing entries (id -1, the metric's missing distance) last.
+// 1 <= parts.size() <= 64. Merges of disjoint rows may run at once on several devices, each pulling
+// only its rows over the peer links and copying its own results out.
 constexpr int64_t kMaxMergedParts = 64;
-void merge_knn(Resources& resources, Metric metric, int64_t nq, int64_t k,
+void merge_knn(Resources& resources, Metric metric, int64_t first, int64_t nq, int64_t k,
                const std::vector<const ResultBuffer*>& parts, float* distances, int64_t* ids);
 
 }  // namespace quiver::gpu

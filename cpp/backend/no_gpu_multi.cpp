@@ -22,7 +22,8 @@ float* result_distances(ResultBuffer&) { no_cuda(); }
 
 int64_t* result_ids(ResultBuffer&) { no_cuda(); }
 
-void merge_knn(Resources&, Metric, int64_t, int64_t, const std::vector<const ResultBuffer*>&, float*, int64_t*) {
+void merge_knn(Resources&, Metric, int64_t, int64_t, int64_t, const std::vector<const ResultBuffer*>&, float*,
+               int64_t*) {
   no_cuda();
 }
 

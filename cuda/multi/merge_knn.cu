@@ -218,18 +218,18 @@ float* result_distances(ResultBuffer& buffer) { return buffer.distances.get(); }
 
 int64_t* result_ids(ResultBuffer& buffer) { return buffer.ids.get(); }
 
-void merge_knn(Resources& resources, Metric metric, int64_t nq, int64_t k,
+void merge_knn(Resources& resources, Metric metric, int64_t first, int64_t nq, int64_t k,
                const std::vector<const ResultBuffer*>& parts, float* distances, int64_t* ids) {
   DeviceScope device_scope(resources.device());
   const int64_t count = static_cast<int64_t>(parts.size());
   require(count >= 1 && count <= kMaxMergedParts, "parts = ", count, " is outside 1 .. ", kMaxMergedParts);
-  require(nq >= 0, "nq = ", nq, " is negative");
+  require(first >= 0 && nq >= 0, "first = ", first, " and nq = ", nq, " must not be negative");
   require(k >= 1 && k <= INT_MAX / 2, "k = ", k, " is out of range");
-  const int64_t entries = nq * k;
+  const int64_t entries = nq * k, offset = first * k;
   for (int64_t p = 0; p < count; ++p) {
     require(parts[p] != nullptr, "part ", p, " is null");
-    require(parts[p]->entries >= entries, "part ", p, " holds ", parts[p]->entries, " entries, fewer than nq x k = ",
-            entries);
+    require(parts[p]->entries >= offset + entries, "part ", p, " holds ", parts[p]->entries,
+            " entries, fewer than (first + nq) x k = ", offset + entries);
   }
   if (nq == 0) return;
   require(distances != nullptr && ids != nullptr, "distances and ids must not be null");
@@ -249,16 +249,16 @@ void merge_knn(Resources& resources, Metric metric, int64_t nq, int64_t k,
   for (int64_t p = 0; p < count; ++p) {
     const ResultBuffer& part = *parts[p];
     if (part.device == device) {
-      a.distances[p] = part.distances.get();
-      a.ids[p] = part.ids.get();
+      a.distances[p] = part.distances.get() + offset;
+      a.ids[p] = part.ids.get() + offset;
       continue;
     }
     enable_peer_access(device, part.device);
     copied_distances.emplace_back(pool, entries);
     copied_ids.emplace_back(pool, entries);
-    QV_CUDA_CHECK(cudaMemcpyPeerAsync(copied_distances.back().get(), device, part.distances.get(), part.device,
-                                      size_t(entries) * sizeof(float), stream));
-    QV_CUDA_CHECK(cudaMemcpyPeerAsync(copied_ids.back().get(), device, part.ids.get(), part.device,
+    QV_CUDA_CHECK(cudaMemcpyPeerAsync(copied_distances.back().get(), device, part.distances.get() + offset,
+                                      part.device, size_t(entries) * sizeof(float), stream));
+    QV_CUDA_CHECK(cudaMemcpyPeerAsync(copied_ids.back().get(), device, part.ids.get() + offset, part.device,
                                       size_t(entries) * sizeof(int64_t), stream));
     a.distances[p] = copied_distances.back().get();
     a.ids[p] = copied_ids.back().get();

@@ -3,6 +3,7 @@
 // entries), either metric direction and k from 1 to the largest; parts on the test device and, where
 // there are several GPUs, on another device too.
 #include <numeric>
+#include <thread>
 
 #include "cpp/backend/gpu_multi.h"
 #include "cpp/core/error.h"
@@ -69,12 +70,12 @@ Merged merge_on_device(const std::vector<gpu::Resources*>& resources, Metric met
   }
   Merged m{std::vector<float>(static_cast<size_t>(nq * k)), std::vector<int64_t>(static_cast<size_t>(nq * k))};
   if (!device_outputs) {
-    gpu::merge_knn(*resources.front(), metric, nq, k, parts, m.distances.data(), m.ids.data());
+    gpu::merge_knn(*resources.front(), metric, 0, nq, k, parts, m.distances.data(), m.ids.data());
     return m;
   }
   DeviceArray<float> distances(static_cast<size_t>(nq * k));
   DeviceArray<int64_t> ids(static_cast<size_t>(nq * k));
-  gpu::merge_knn(*resources.front(), metric, nq, k, parts, distances.get(), ids.get());
+  gpu::merge_knn(*resources.front(), metric, 0, nq, k, parts, distances.get(), ids.get());
   m.distances = distances.to_host();
   m.ids = ids.to_host();
   return m;
@@ -137,9 +138,9 @@ TEST(GpuMergeKnn, BadArgumentsAreRefused) {
   // The one accepted call merges the buffer: rows of missing entries, never uninitialised memory.
   gpu::copy_memory(r, gpu::result_distances(*small), d.data(), 10 * sizeof(float));
   gpu::copy_memory(r, gpu::result_ids(*small), ids.data(), 10 * sizeof(int64_t));
-  auto status_of = [&](const std::vector<const gpu::ResultBuffer*>& parts, int64_t nq, int64_t k) {
+  auto status_of = [&](const std::vector<const gpu::ResultBuffer*>& parts, int64_t nq, int64_t k, int64_t first = 0) {
     try {
-      gpu::merge_knn(r, Metric::l2, nq, k, parts, d.data(), ids.data());
+      gpu::merge_knn(r, Metric::l2, first, nq, k, parts, d.data(), ids.data());
     } catch (const Error& e) {
       return e.status();
     }
@@ -149,7 +150,42 @@ TEST(GpuMergeKnn, BadArgumentsAreRefused) {
   EXPECT_EQ(status_of({small.get()}, 2, 10), Status::invalid_argument);  // 20 entries asked of 10
   EXPECT_EQ(status_of({small.get()}, 1, 0), Status::invalid_argument);
   EXPECT_EQ(status_of({small.get(), nullptr}, 1, 1), Status::invalid_argument);
+  EXPECT_EQ(status_of({small.get()}, 1, 5, -1), Status::invalid_argument);
+  EXPECT_EQ(status_of({small.get()}, 1, 5, 2), Status::invalid_argument);  // rows 2 .. 2 of 2
   EXPECT_EQ(status_of({small.get()}, 2, 5), Status::ok);
+  EXPECT_EQ(status_of({small.get()}, 1, 5, 1), Status::ok);
+}
+
+// A sharded index's merge: every device merges its own share of the rows (peer copies of those rows
+// only), all at once from their own threads; together they are the whole merge.
+TEST(GpuMergeKnn, SharesOfTheRowsMergeOnTheirOwnDevices) {
+  QV_REQUIRE_GPU();
+  const int other = gpu::device_count() - 1 == test_device() ? 0 : gpu::device_count() - 1;
+  gpu::ResourcesOptions options;
+  options.device = other;  // the test device itself on a machine of one GPU
+  gpu::ResourcesPtr elsewhere = gpu::make_resources(options);
+  const std::vector<gpu::Resources*> devices{&shared_resources(), elsewhere.get(), &shared_resources()};
+  const int64_t k = 17, nq = 61, parts = 3;
+  const std::vector<PartResult> lists = random_lists(parts, nq, k, Metric::l2, 71);
+  std::vector<gpu::ResultBufferPtr> buffers;
+  std::vector<const gpu::ResultBuffer*> held;
+  for (int64_t p = 0; p < parts; ++p) {
+    gpu::Resources& r = *devices[size_t(p)];
+    buffers.push_back(gpu::make_result_buffer(r, nq * k));
+    gpu::copy_memory(r, gpu::result_distances(*buffers.back()), lists[p].distances.data(), nq * k * 4);
+    gpu::copy_memory(r, gpu::result_ids(*buffers.back()), lists[p].ids.data(), nq * k * 8);
+    held.push_back(buffers.back().get());
+  }
+  Merged got{std::vector<float>(size_t(nq * k)), std::vector<int64_t>(size_t(nq * k))};
+  const int64_t shares[] = {0, 1, 30, nq};  // one row, then 29, then the rest
+  std::vector<std::thread> threads;
+  for (int s = 0; s < 3; ++s)
+    threads.emplace_back([&, s] {
+      gpu::merge_knn(*devices[size_t(s)], Metric::l2, shares[s], shares[s + 1] - shares[s], k, held,
+                     got.distances.data() + shares[s] * k, got.ids.data() + shares[s] * k);
+    });
+  for (std::thread& t : threads) t.join();
+  expect_same(got, merge_on_host(Metric::l2, nq, k, lists));
 }
 
 }  // namespace
