@@ -56,18 +56,37 @@ Merged merge_on_host(Metric metric, int64_t nq, int64_t k, const std::vector<Par
   return m;
 }
 
+// Each list in a result buffer of resources[p % resources.size()].
+struct Uploaded {
+  std::vector<gpu::ResultBufferPtr> buffers;
+  std::vector<const gpu::ResultBuffer*> parts;
+};
+
+Uploaded upload(const std::vector<gpu::Resources*>& resources, int64_t nq, int64_t k,
+                const std::vector<PartResult>& lists) {
+  Uploaded u;
+  for (size_t p = 0; p < lists.size(); ++p) {
+    gpu::Resources& r = *resources[p % resources.size()];
+    u.buffers.push_back(gpu::make_result_buffer(r, nq * k));
+    gpu::copy_memory(r, gpu::result_distances(*u.buffers.back()), lists[p].distances.data(), nq * k * 4);
+    gpu::copy_memory(r, gpu::result_ids(*u.buffers.back()), lists[p].ids.data(), nq * k * 8);
+    u.parts.push_back(u.buffers.back().get());
+  }
+  return u;
+}
+
+// Resources on another device than the test's: the test device itself on a machine of one GPU.
+gpu::ResourcesPtr another_device() {
+  gpu::ResourcesOptions options;
+  options.device = gpu::device_count() - 1 == test_device() ? 0 : gpu::device_count() - 1;
+  return gpu::make_resources(options);
+}
+
 // Each list uploaded to a result buffer of resources[p % resources.size()], merged on the first.
 Merged merge_on_device(const std::vector<gpu::Resources*>& resources, Metric metric, int64_t nq, int64_t k,
                        const std::vector<PartResult>& lists, bool device_outputs = false) {
-  std::vector<gpu::ResultBufferPtr> buffers;
-  std::vector<const gpu::ResultBuffer*> parts;
-  for (size_t p = 0; p < lists.size(); ++p) {
-    gpu::Resources& r = *resources[p % resources.size()];
-    buffers.push_back(gpu::make_result_buffer(r, nq * k));
-    gpu::copy_memory(r, gpu::result_distances(*buffers.back()), lists[p].distances.data(), nq * k * 4);
-    gpu::copy_memory(r, gpu::result_ids(*buffers.back()), lists[p].ids.data(), nq * k * 8);
-    parts.push_back(buffers.back().get());
-  }
+  const Uploaded uploaded = upload(resources, nq, k, lists);
+  const std::vector<const gpu::ResultBuffer*>& parts = uploaded.parts;
   Merged m{std::vector<float>(static_cast<size_t>(nq * k)), std::vector<int64_t>(static_cast<size_t>(nq * k))};
   if (!device_outputs) {
     gpu::merge_knn(*resources.front(), metric, 0, nq, k, parts, m.distances.data(), m.ids.data());
@@ -116,10 +135,7 @@ TEST(GpuMergeKnn, LargestKAndDeviceOutputs) {
 
 TEST(GpuMergeKnn, PartsOnAnotherDevice) {
   QV_REQUIRE_GPU();
-  const int other = gpu::device_count() - 1 == test_device() ? 0 : gpu::device_count() - 1;
-  gpu::ResourcesOptions options;
-  options.device = other;  // the test device itself on a machine of one GPU
-  gpu::ResourcesPtr elsewhere = gpu::make_resources(options);
+  gpu::ResourcesPtr elsewhere = another_device();
   const std::vector<gpu::Resources*> two{&shared_resources(), elsewhere.get()};
   const int64_t k = 33, nq = 51;
   for (int64_t parts : {2, 3}) {
@@ -160,28 +176,17 @@ TEST(GpuMergeKnn, BadArgumentsAreRefused) {
 // only), all at once from their own threads; together they are the whole merge.
 TEST(GpuMergeKnn, SharesOfTheRowsMergeOnTheirOwnDevices) {
   QV_REQUIRE_GPU();
-  const int other = gpu::device_count() - 1 == test_device() ? 0 : gpu::device_count() - 1;
-  gpu::ResourcesOptions options;
-  options.device = other;  // the test device itself on a machine of one GPU
-  gpu::ResourcesPtr elsewhere = gpu::make_resources(options);
+  gpu::ResourcesPtr elsewhere = another_device();
   const std::vector<gpu::Resources*> devices{&shared_resources(), elsewhere.get(), &shared_resources()};
-  const int64_t k = 17, nq = 61, parts = 3;
-  const std::vector<PartResult> lists = random_lists(parts, nq, k, Metric::l2, 71);
-  std::vector<gpu::ResultBufferPtr> buffers;
-  std::vector<const gpu::ResultBuffer*> held;
-  for (int64_t p = 0; p < parts; ++p) {
-    gpu::Resources& r = *devices[size_t(p)];
-    buffers.push_back(gpu::make_result_buffer(r, nq * k));
-    gpu::copy_memory(r, gpu::result_distances(*buffers.back()), lists[p].distances.data(), nq * k * 4);
-    gpu::copy_memory(r, gpu::result_ids(*buffers.back()), lists[p].ids.data(), nq * k * 8);
-    held.push_back(buffers.back().get());
-  }
+  const int64_t k = 17, nq = 61;
+  const std::vector<PartResult> lists = random_lists(3, nq, k, Metric::l2, 71);
+  const Uploaded uploaded = upload(devices, nq, k, lists);
   Merged got{std::vector<float>(size_t(nq * k)), std::vector<int64_t>(size_t(nq * k))};
   const int64_t shares[] = {0, 1, 30, nq};  // one row, then 29, then the rest
   std::vector<std::thread> threads;
   for (int s = 0; s < 3; ++s)
     threads.emplace_back([&, s] {
-      gpu::merge_knn(*devices[size_t(s)], Metric::l2, shares[s], shares[s + 1] - shares[s], k, held,
+      gpu::merge_knn(*devices[size_t(s)], Metric::l2, shares[s], shares[s + 1] - shares[s], k, uploaded.parts,
                      got.distances.data() + shares[s] * k, got.ids.data() + shares[s] * k);
     });
   for (std::thread& t : threads) t.join();
