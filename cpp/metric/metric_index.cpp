@@ -36,23 +36,26 @@ void for_query_runs(ThreadPool& pool, int64_t nq, const std::function<void(int64
 }
 
 // Each query's kept hits (the first kept_lims[q + 1] - kept_lims[q] of its found_lims[q] ..
-// found_lims[q + 1]) moved down to kept_lims[q], the columns cut to the kept; serially, as the hits
-// move over earlier queries' places. A run of queries that keep every hit moves at once.
-template <typename T>
+// found_lims[q + 1]) moved down to kept_lims[q] in both columns, the columns cut to the kept;
+// serially, as the hits move over earlier queries' places. A run of queries that keep every hit
+// moves at once.
 void squeeze_kept_hits(const std::vector<int64_t>& found_lims, const std::vector<int64_t>& kept_lims,
-                       ResultVector<T>& column) {
+                       ResultVector<int64_t>& rows, ResultVector<float>& distances) {
   const int64_t nq = static_cast<int64_t>(kept_lims.size()) - 1;
   auto keeps_all = [&](int64_t q) { return kept_lims[q + 1] - kept_lims[q] == found_lims[q + 1] - found_lims[q]; };
   for (int64_t q = 0; q < nq;) {
     int64_t end = q;
     while (end < nq && keeps_all(end)) ++end;
     end = std::min(end + 1, nq);  // the run's last query may drop hits: its kept ones are its first
-    if (kept_lims[q] != found_lims[q])
-      std::memmove(column.data() + kept_lims[q], column.data() + found_lims[q],
-                   static_cast<size_t>(kept_lims[end] - kept_lims[q]) * sizeof(T));
+    const int64_t to = kept_lims[q], from = found_lims[q], count = kept_lims[end] - kept_lims[q];
+    if (to != from) {
+      std::memmove(rows.data() + to, rows.data() + from, static_cast<size_t>(count) * sizeof(int64_t));
+      std::memmove(distances.data() + to, distances.data() + from, static_cast<size_t>(count) * sizeof(float));
+    }
     q = end;
   }
-  column.resize(static_cast<size_t>(kept_lims.back()));
+  rows.resize(static_cast<size_t>(kept_lims.back()));
+  distances.resize(static_cast<size_t>(kept_lims.back()));
 }
 
 void prefetch_row(const float* row, int64_t dim) { prefetch_bytes(row, dim * static_cast<int64_t>(sizeof(float))); }
@@ -332,10 +335,7 @@ RangeResult MetricIndex::range_objects(const Objects& queries, float radius, con
     }
   });
   std::partial_sum(result.lims.begin(), result.lims.end(), result.lims.begin());
-  if (result.lims.back() != found.lims.back()) {
-    squeeze_kept_hits(found.lims, result.lims, found.rows);
-    squeeze_kept_hits(found.lims, result.lims, found.distances);
-  }
+  if (result.lims.back() != found.lims.back()) squeeze_kept_hits(found.lims, result.lims, found.rows, found.distances);
   // The columns become the result, their rows turned into ids in place.
   if (!ids_.is_identity()) {
     const int64_t* ids = ids_.data();
