@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "cpp/backend/gpu.h"
@@ -104,6 +105,10 @@ struct IvfSearchOptions {
   // keep_raw models only: when > 0, the refine_k best entries by approximate distance (refine_k >=
   // k) are re-ranked with exact float32 distances to their raw vectors; 0: no re-ranking.
   int64_t refine_k = 0;
+  // Called as the results of query rows [0, rows) are in the outputs (SearchOptions::rows_done):
+  // after each query tile when results go to device memory with device ids or are copied out a tile
+  // at a time; otherwise never (every row is final when the search returns). May be empty.
+  std::function<void(int64_t rows)> rows_done;
 };
 
 // The k nearest entries of nq queries (nq x dim, host or device) in the nprobe closest lists of each.

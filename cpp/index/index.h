@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -65,6 +66,12 @@ struct SearchOptions {
   int64_t max_range_results = 0;
   // Graph indexes searched on a CUDA device.
   GraphWalkOptions graph;
+  // Internal (no C API): called on the searching thread as the results of query rows [0, rows)
+  // become final in the outputs (device outputs: written by the device), rows increasing, the last
+  // call with every row; lets a composite merge the first rows while the rest are searched. Kinds
+  // that do not report (all but the GPU inverted files) never call it: every row is final when the
+  // search returns.
+  std::function<void(int64_t rows)> rows_done;
 };
 
 struct MemoryUse {

@@ -59,6 +59,7 @@ void GpuIvfIndex::do_search(int64_t nq, const float* queries, int64_t k, const S
   o.filter_nbits = options.filter.nbits;
   o.mode = options.compute_mode;
   o.refine_k = spec_.refine ? refine_candidates(options.refine_factor, k) : 0;
+  o.rows_done = options.rows_done;
   gpu::ivf_search(context().gpu(), *ivf_, nq, queries, k, o, distances, ids);
 }
 

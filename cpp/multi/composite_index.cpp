@@ -143,8 +143,11 @@ void CompositeIndex::do_add(int64_t n, const float* x, const int64_t* ids) {
 
 void CompositeIndex::do_add_strings(const Strings& x, const int64_t* ids) { add_batch(Objects::of_strings(x), ids); }
 
-void CompositeIndex::search_objects(const Objects& queries, int64_t k, const SearchOptions& options,
+void CompositeIndex::search_objects(const Objects& queries, int64_t k, const SearchOptions& caller_options,
                                     float* distances, int64_t* ids) const {
+  // A composite reports no rows done: its parts' reports count rows of their own slices.
+  SearchOptions options = caller_options;
+  options.rows_done = nullptr;
   // Results for the caller's device memory are gathered on the host first.
   const bool device_out = gpu::is_device_pointer(distances) || gpu::is_device_pointer(ids);
   if (!device_out) {

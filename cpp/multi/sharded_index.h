@@ -10,6 +10,7 @@
 #include "cpp/backend/gpu_multi.h"
 #include "cpp/multi/composite_index.h"
 #include "cpp/multi/merge_results.h"
+#include "cpp/multi/pipelined_merge.h"
 
 namespace quiver {
 
@@ -82,7 +83,13 @@ class ShardedIndex : public CompositeIndex {
   // or on the shards' devices; at most 512 MiB a set of all shards', a set per concurrent caller,
   // kept until the index is freed (like the devices' memory pools, not counted in memory()).
   mutable KeptSets<std::vector<PartResult>> host_buffers_;
-  mutable KeptSets<std::vector<gpu::ResultBufferPtr>> device_buffers_;
+  // With the device buffers, a Resources on each shard's device for the merges, which run while the
+  // shards' own Resources search.
+  struct DeviceMergeSet {
+    std::vector<gpu::ResourcesPtr> mergers;
+    std::vector<gpu::ResultBufferPtr> buffers;
+  };
+  mutable KeptSets<DeviceMergeSet> device_sets_;
 };
 
 // How many of n new objects each shard takes so that the counts even out, shards marked full taking

@@ -182,4 +182,14 @@ void copy_from_device(HostStaging& staging, int device, void* dst, const void* s
   }
 }
 
+void download_result_rows(HostStaging& staging, int device, cudaStream_t copy_stream, cudaEvent_t ready,
+                          float* distances, int64_t* ids, const float* device_distances,
+                          const int64_t* device_ids, int64_t first, int64_t rows, int64_t k) {
+  QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, ready, 0));
+  const size_t values = size_t(rows * k);
+  copy_from_device(staging, device, distances + first * k, device_distances + first * k, values * sizeof(float),
+                   copy_stream);
+  copy_from_device(staging, device, ids + first * k, device_ids + first * k, values * sizeof(int64_t), copy_stream);
+}
+
 }  // namespace quiver::gpu

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "cpp/core/thread_pool.h"
@@ -71,5 +72,12 @@ void copy_to_device(HostStaging& staging, int device, void* dst, const void* src
 // once dst is written.
 void copy_from_device(HostStaging& staging, int device, void* dst, const void* src, size_t bytes,
                       cudaStream_t stream);
+
+// Rows [first, first + rows) of a k-wide result (distances and ids) from device memory to the
+// caller's arrays (any memory), on `copy_stream` once `ready` has fired: a query tile's results
+// leave while the tiles after it compute. Returns once they are written.
+void download_result_rows(HostStaging& staging, int device, cudaStream_t copy_stream, cudaEvent_t ready,
+                          float* distances, int64_t* ids, const float* device_distances,
+                          const int64_t* device_ids, int64_t first, int64_t rows, int64_t k);
 
 }  // namespace quiver::gpu

@@ -1064,11 +1064,8 @@ void Pass::finish_query_tile(int64_t q0, int64_t rows, int64_t t, cudaStream_t s
 
 // Results of query tile t go to the host while tile t + 1 computes.
 void Pass::download(int64_t q0, int64_t rows, int tile_parity) {
-  QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, tile_done_event(tile_parity), 0));
-  copy_from_device(staging, device, distances + q0 * k, result_d + q0 * k, size_t(rows * k) * sizeof(float),
-                   copy_stream);
-  copy_from_device(staging, device, ids + q0 * k, result_i + q0 * k, size_t(rows * k) * sizeof(int64_t),
-                   copy_stream);
+  download_result_rows(staging, device, copy_stream, tile_done_event(tile_parity), distances, ids, result_d, result_i,
+                       q0, rows, k);
 }
 
 // The last query tile's host results, the packed results and the flags to the caller.

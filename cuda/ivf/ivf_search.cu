@@ -224,16 +224,21 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
     result_d = reinterpret_cast<float*>(packed.get() + results * int64_t(sizeof(int64_t)));
   }
   const bool download_tiles = !direct && !ivf.ids_on_host;
+  // Tiles end with an event when their results are copied out one at a time or their progress is
+  // reported.
+  const bool tile_events = download_tiles || (direct && options.rows_done);
   cudaStream_t copy_stream = resources.stream(Resources::kCopyStream);
-  // Tile t's results to the caller (through staging if pageable) after its last kernel, while the
-  // device works on what was queued after it.
-  auto download = [&](int64_t t) {
+  // Once tile t's last kernel is done (the device working on what was queued after it): its results
+  // to the caller (through staging if pageable), then the rows done so far reported.
+  auto finish_tile = [&](int64_t t) {
     const int64_t q0 = t * tq, rows = std::min(tq, nq - q0);
-    QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, resources.event(kTileDoneEvent + int(t & 1)), 0));
-    copy_from_device(staging, device, ids + q0 * k, result_i + q0 * k, size_t(rows * k) * sizeof(int64_t),
-                     copy_stream);
-    copy_from_device(staging, device, distances + q0 * k, result_d + q0 * k, size_t(rows * k) * sizeof(float),
-                     copy_stream);
+    const cudaEvent_t done = resources.event(kTileDoneEvent + int(t & 1));
+    if (download_tiles) {
+      download_result_rows(staging, device, copy_stream, done, distances, ids, result_d, result_i, q0, rows, k);
+    } else {
+      QV_CUDA_CHECK(cudaEventSynchronize(done));
+    }
+    if (options.rows_done) options.rows_done(q0 + rows);
   };
 
   for (int64_t q0 = 0; q0 < nq; q0 += tq) {
@@ -344,16 +349,16 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
       launch_finalize_slots(keys, slots, rows, k, norms, l2, ivf.ids_on_host ? nullptr : ivf.arena.ids.get(),
                             result_d + q0 * k, result_i + q0 * k, stream);
     }
-    if (download_tiles) {
+    if (tile_events) {
       const int64_t t = q0 / tq;
       QV_CUDA_CHECK(cudaEventRecord(resources.event(kTileDoneEvent + int(t & 1)), stream));
-      if (t > 0) download(t - 1);
+      if (t > 0) finish_tile(t - 1);
     }
   }
 
   // ---- results ----
-  if (download_tiles) {
-    download((nq - 1) / tq);
+  if (tile_events) {
+    finish_tile((nq - 1) / tq);
   } else if (!direct) {  // slots become ids on the host
     const size_t id_bytes = size_t(results) * sizeof(int64_t), distance_bytes = size_t(results) * sizeof(float);
     std::vector<char> host(id_bytes + distance_bytes);

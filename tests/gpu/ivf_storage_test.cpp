@@ -312,6 +312,54 @@ TEST(GpuIvfStorage, SmallTilesGiveTheSameResults) {
   }
 }
 
+// rows_done: reported after each query tile, increasing, ending with every row, and the rows
+// reported are already final in the outputs (device outputs, device ids; host outputs copied a tile
+// at a time); with ids on the host, never.
+TEST(GpuIvfStorage, RowsDoneAreFinalWhenReported) {
+  QV_REQUIRE_GPU();
+  gpu::ResourcesOptions small = testing::test_resources_options();
+  small.tile_bytes = 64 << 10;  // many query tiles
+  auto tiny = gpu::make_resources(small);
+  for (const StorageCase& s : kSetups) {
+    SCOPED_TRACE(::testing::Message() << "dim " << s.dim << " M " << s.pq_m << " ids_on_host " << s.ids_on_host);
+    const auto data = testing::uniform_vectors(s.n, s.dim, 83);
+    const int64_t k = 11, nq = 1201;  // IVF-PQ selecting in its scan: about 300 queries a tile
+    const auto queries = testing::uniform_vectors(nq, s.dim, 84);
+    const HostIvfModel model = model_for(s, data);
+    auto ivf = testing::filled_ivf(*tiny, model, data);
+    gpu::IvfSearchOptions options;
+    options.nprobe = 3;
+    const Results want = search(*tiny, *ivf, queries, s.dim, k, options);
+    for (bool device_outputs : {true, false}) {
+      SCOPED_TRACE(device_outputs ? "device outputs" : "host outputs");
+      DeviceArray<float> d_dev(static_cast<size_t>(nq * k));
+      DeviceArray<int64_t> i_dev(static_cast<size_t>(nq * k));
+      Results host{std::vector<float>(size_t(nq * k)), std::vector<int64_t>(size_t(nq * k))};
+      float* distances = device_outputs ? d_dev.get() : host.dist.data();
+      int64_t* ids = device_outputs ? i_dev.get() : host.ids.data();
+      std::vector<int64_t> reports;
+      options.rows_done = [&](int64_t rows) {
+        reports.push_back(rows);
+        const Results now = device_outputs ? Results{d_dev.to_host(), i_dev.to_host()} : host;
+        for (int64_t i = 0; i < rows * k; ++i) {
+          ASSERT_EQ(now.ids[size_t(i)], want.ids[size_t(i)]) << "entry " << i << " of rows " << rows;
+          ASSERT_EQ(now.dist[size_t(i)], want.dist[size_t(i)]) << "entry " << i << " of rows " << rows;
+        }
+      };
+      gpu::ivf_search(*tiny, *ivf, nq, queries.data(), k, options, distances, ids);
+      options.rows_done = nullptr;
+      if (s.ids_on_host) {
+        EXPECT_TRUE(reports.empty());
+        continue;
+      }
+      ASSERT_GT(reports.size(), 2u);
+      EXPECT_TRUE(std::is_sorted(reports.begin(), reports.end()));
+      EXPECT_GT(reports.front(), 0);
+      EXPECT_EQ(reports.back(), nq);
+    }
+  }
+}
+
 TEST(GpuIvfStorage, EmptyIndexAndBadArguments) {
   QV_REQUIRE_GPU();
   gpu::Resources& resources = testing::shared_resources();

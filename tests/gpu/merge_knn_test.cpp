@@ -2,6 +2,8 @@
 // (cpp/multi/merge_results.h) on lists with ties within and across parts, short rows (missing
 // entries), either metric direction and k from 1 to the largest; parts on the test device and, where
 // there are several GPUs, on another device too.
+#include <chrono>
+#include <functional>
 #include <numeric>
 #include <thread>
 
@@ -9,6 +11,7 @@
 #include "cpp/core/error.h"
 #include "cpp/core/thread_pool.h"
 #include "cpp/multi/merge_results.h"
+#include "cpp/multi/pipelined_merge.h"
 #include "gpu_testing.h"
 
 namespace quiver::testing {
@@ -75,12 +78,16 @@ Uploaded upload(const std::vector<gpu::Resources*>& resources, int64_t nq, int64
   return u;
 }
 
-// Resources on another device than the test's: the test device itself on a machine of one GPU.
-gpu::ResourcesPtr another_device() {
+// Another device than the test's: the test device itself on a machine of one GPU.
+int another_ordinal() { return gpu::device_count() - 1 == test_device() ? 0 : gpu::device_count() - 1; }
+
+gpu::ResourcesPtr resources_on(int ordinal) {
   gpu::ResourcesOptions options;
-  options.device = gpu::device_count() - 1 == test_device() ? 0 : gpu::device_count() - 1;
+  options.device = ordinal;
   return gpu::make_resources(options);
 }
+
+gpu::ResourcesPtr another_device() { return resources_on(another_ordinal()); }
 
 // Each list uploaded to a result buffer of resources[p % resources.size()], merged on the first.
 Merged merge_on_device(const std::vector<gpu::Resources*>& resources, Metric metric, int64_t nq, int64_t k,
@@ -191,6 +198,88 @@ TEST(GpuMergeKnn, SharesOfTheRowsMergeOnTheirOwnDevices) {
     });
   for (std::thread& t : threads) t.join();
   expect_same(got, merge_on_host(Metric::l2, nq, k, lists));
+}
+
+// pipelined_merge.h: the shards' rows merged in runs as they are reported. Each "search" writes its
+// list into a buffer first filled with closer entries than any real one (read before its rows are
+// reported, they would win the merge), a few rows at a time, reporting each step; the steps differ
+// from shard to shard.
+TEST(GpuMergeKnn, RowsMergeAsTheShardsReportThem) {
+  QV_REQUIRE_GPU();
+  gpu::ResourcesPtr elsewhere = another_device();
+  const std::vector<gpu::Resources*> devices{&shared_resources(), elsewhere.get(), &shared_resources()};
+  std::vector<gpu::ResourcesPtr> kept;
+  std::vector<gpu::Resources*> mergers;
+  for (int ordinal : {test_device(), another_ordinal(), test_device()}) {
+    kept.push_back(resources_on(ordinal));
+    mergers.push_back(kept.back().get());
+  }
+  const int64_t k = 9, nq = 5003;
+  const std::vector<PartResult> lists = random_lists(3, nq, k, Metric::l2, 81);
+  std::vector<PartResult> poison(3);
+  for (size_t p = 0; p < 3; ++p) {
+    poison[p].distances.assign(size_t(nq * k), -1e30f);
+    poison[p].ids.resize(size_t(nq * k));
+    std::iota(poison[p].ids.begin(), poison[p].ids.end(), int64_t(1e9) * int64_t(p + 1));
+  }
+  const Uploaded uploaded = upload(devices, nq, k, poison);
+  MergeTarget target;
+  target.metric = Metric::l2;
+  target.nq = nq;
+  target.k = k;
+  target.lists = uploaded.parts;
+  Merged got{std::vector<float>(size_t(nq * k)), std::vector<int64_t>(size_t(nq * k))};
+  target.distances = got.distances.data();
+  target.ids = got.ids.data();
+  std::vector<std::vector<int64_t>> reported(3);
+  search_while_merging(mergers, target, [&](int64_t p, const std::function<void(int64_t)>& rows_done) {
+    gpu::Resources& r = *devices[size_t(p)];
+    gpu::ResultBuffer& buffer = const_cast<gpu::ResultBuffer&>(*uploaded.parts[size_t(p)]);
+    const int64_t step = 700 + 450 * p;
+    for (int64_t q0 = 0; q0 < nq; q0 += step) {
+      const int64_t rows = std::min(step, nq - q0);
+      gpu::copy_memory(r, gpu::result_distances(buffer) + q0 * k, lists[p].distances.data() + q0 * k, rows * k * 4);
+      gpu::copy_memory(r, gpu::result_ids(buffer) + q0 * k, lists[p].ids.data() + q0 * k, rows * k * 8);
+      reported[size_t(p)].push_back(q0 + rows);
+      if (p != 1) rows_done(q0 + rows);  // shard 1 reports nothing: all its rows at its end
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  expect_same(got, merge_on_host(Metric::l2, nq, k, lists));
+}
+
+// A search that fails after reporting some rows: its error comes back once every thread has ended
+// (the merges waiting for rows that will not come stop), the same for a merge that fails.
+TEST(GpuMergeKnn, AFailedSearchOrMergeEndsThePipeline) {
+  QV_REQUIRE_GPU();
+  std::vector<gpu::Resources*> mergers{&shared_resources(), &shared_resources()};
+  const int64_t k = 4, nq = 3000;
+  const std::vector<PartResult> lists = random_lists(2, nq, k, Metric::l2, 82);
+  const Uploaded uploaded = upload(mergers, nq, k, lists);
+  MergeTarget target;
+  target.nq = nq;
+  target.k = k;
+  target.lists = uploaded.parts;
+  Merged got{std::vector<float>(size_t(nq * k)), std::vector<int64_t>(size_t(nq * k))};
+  target.distances = got.distances.data();
+  target.ids = got.ids.data();
+  auto status_of = [&](const MergeTarget& t, int64_t failing_part) {
+    try {
+      search_while_merging(mergers, t, [&](int64_t p, const std::function<void(int64_t)>& rows_done) {
+        rows_done(1500);
+        if (p == failing_part) fail(Status::cancelled, "search ", p, " failed");
+      });
+    } catch (const Error& e) {
+      return e.status();
+    }
+    return Status::ok;
+  };
+  EXPECT_EQ(status_of(target, 0), Status::cancelled);
+  EXPECT_EQ(status_of(target, 1), Status::cancelled);
+  EXPECT_EQ(status_of(target, -1), Status::ok);
+  MergeTarget too_many = target;
+  too_many.k = 5;  // 3000 x 5 entries asked of buffers of 3000 x 4: every merge is refused
+  EXPECT_EQ(status_of(too_many, -1), Status::invalid_argument);
 }
 
 }  // namespace
