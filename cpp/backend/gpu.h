@@ -123,6 +123,29 @@ const float* matrix_norms(const DeviceMatrix& matrix);
 // Device memory held (capacity, not only rows).
 int64_t matrix_device_bytes(const DeviceMatrix& matrix);
 
+// ---- ids on the device -------------------------------------------------------------------------------
+
+// An index's row -> id table (n ids) copied to device memory of the Resources' device, so that
+// results written to device memory get their ids there. Immutable: an index makes a new one after
+// it changes.
+class IdTable;
+IdTable* id_table_create(Resources& resources, int64_t n, const int64_t* ids);
+// nullptr: no-op. No call using the table may be running.
+void id_table_free(IdTable* table) noexcept;
+
+struct IdTableDeleter {
+  void operator()(IdTable* table) const noexcept { id_table_free(table); }
+};
+using IdTablePtr = std::unique_ptr<IdTable, IdTableDeleter>;
+inline IdTablePtr make_id_table(Resources& resources, int64_t n, const int64_t* ids) {
+  return IdTablePtr(id_table_create(resources, n, ids));
+}
+int64_t id_table_bytes(const IdTable& table);
+
+// rows (n row numbers, any memory; -1 for no result) replaced in place by the table's ids; rows
+// outside the table become -1.
+void rows_to_ids(Resources& resources, const IdTable& table, int64_t n, int64_t* rows);
+
 // ---- exact k-NN ---------------------------------------------------------------------------------
 
 // Which rows may be returned: bit (row % 8) of bits[row / 8] set, in host memory; rows at or beyond

@@ -58,6 +58,14 @@ const float* matrix_norms(const DeviceMatrix&) { no_cuda("GPU vector storage"); 
 
 int64_t matrix_device_bytes(const DeviceMatrix&) { no_cuda("GPU vector storage"); }
 
+IdTable* id_table_create(Resources&, int64_t, const int64_t*) { no_cuda("GPU id tables"); }
+
+void id_table_free(IdTable*) noexcept {}
+
+int64_t id_table_bytes(const IdTable&) { no_cuda("GPU id tables"); }
+
+void rows_to_ids(Resources&, const IdTable&, int64_t, int64_t*) { no_cuda("GPU id tables"); }
+
 int64_t knn_candidate_count(int64_t) { no_cuda("GPU exact search"); }
 
 void knn(Resources&, Metric, const float*, const float*, int64_t, int64_t, const float*, int64_t, int64_t,

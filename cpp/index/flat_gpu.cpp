@@ -34,6 +34,7 @@ void GpuFlatIndex::do_add(int64_t n, const float* x, const int64_t* ids) {
   gpu::matrix_append(context().gpu(), *matrix_, n, x);  // all or nothing
   try {
     ids_.append(n, new_ids);
+    device_ids_.reset();
   } catch (...) {
     std::vector<int64_t> added(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) added[i] = first_row + i;
@@ -47,26 +48,21 @@ void GpuFlatIndex::do_search(int64_t nq, const float* queries, int64_t k,
   gpu::Resources& resources = context().gpu();
   std::vector<uint8_t> row_bits;
   const gpu::RowFilter rows = row_filter(options.filter, ids_, row_bits);
-  if (ids_.is_identity()) {
-    gpu::knn(resources, metric(), *matrix_, queries, nq, k, distances, ids, rows, options.compute_mode);
-    return;
-  }
-  if (!gpu::is_device_pointer(distances) && !gpu::is_device_pointer(ids)) {
-    // Row numbers land in the caller's host array and become ids there, on the pool's threads.
-    gpu::knn(resources, metric(), *matrix_, queries, nq, k, distances, ids, rows, options.compute_mode);
+  gpu::knn(resources, metric(), *matrix_, queries, nq, k, distances, ids, rows, options.compute_mode);
+  if (ids_.is_identity()) return;
+  // Row numbers become ids where they landed: on the pool's threads in host memory, on the device
+  // in device memory.
+  if (gpu::is_device_pointer(ids)) {
+    gpu::rows_to_ids(resources, device_ids(), nq * k, ids);
+  } else {
     rows_to_ids(nq * k, ids);
-    return;
   }
-  // Row numbers come back on the host, become ids, and go where the caller wants them.
-  std::vector<float> found_distances(static_cast<size_t>(nq * k));
-  std::vector<int64_t> found_rows(static_cast<size_t>(nq * k));
-  gpu::knn(resources, metric(), *matrix_, queries, nq, k, found_distances.data(), found_rows.data(), rows,
-           options.compute_mode);
-  rows_to_ids(nq * k, found_rows.data());
-  const int64_t distance_bytes = nq * k * static_cast<int64_t>(sizeof(float));
-  const int64_t id_bytes = nq * k * static_cast<int64_t>(sizeof(int64_t));
-  gpu::copy_memory(resources, distances, found_distances.data(), distance_bytes);
-  gpu::copy_memory(resources, ids, found_rows.data(), id_bytes);
+}
+
+const gpu::IdTable& GpuFlatIndex::device_ids() const {
+  std::lock_guard<std::mutex> lock(device_ids_mutex_);
+  if (!device_ids_) device_ids_ = gpu::make_id_table(context().gpu(), ids_.size(), ids_.data());
+  return *device_ids_;
 }
 
 void GpuFlatIndex::rows_to_ids(int64_t n, int64_t* rows) const {
@@ -107,6 +103,7 @@ int64_t GpuFlatIndex::do_remove(int64_t n, const int64_t* ids) {
   IdMap kept = ids_.without_rows(rows);
   gpu::matrix_remove_rows(context().gpu(), *matrix_, static_cast<int64_t>(rows.size()), rows.data());
   std::swap(ids_, kept);
+  device_ids_.reset();
   return static_cast<int64_t>(rows.size());
 }
 
@@ -114,6 +111,8 @@ MemoryUse GpuFlatIndex::memory() const {
   MemoryUse use;
   use.host_bytes = ids_.memory_bytes();
   use.device_bytes = gpu::matrix_device_bytes(*matrix_);
+  std::lock_guard<std::mutex> lock(device_ids_mutex_);
+  if (device_ids_) use.device_bytes += gpu::id_table_bytes(*device_ids_);
   return use;
 }
 
@@ -127,6 +126,7 @@ void GpuFlatIndex::load_payload(ByteReader& in, int64_t count) {
   loaded.assign(std::move(payload.ids));
   if (count > 0) gpu::matrix_append(context().gpu(), *matrix_, count, payload.vectors.data());
   std::swap(ids_, loaded);
+  device_ids_.reset();
 }
 
 }  // namespace quiver

@@ -3,6 +3,8 @@
 // between devices by save and load.
 #pragma once
 
+#include <mutex>
+
 #include "cpp/backend/gpu.h"
 #include "cpp/index/id_map.h"
 #include "cpp/index/index.h"
@@ -18,6 +20,8 @@ class GpuFlatIndex final : public Index {
   int64_t count() const override { return ids_.size(); }
   bool holds_id(int64_t id) const override { return ids_.row_of(id) >= 0; }
   DeviceKind device() const override { return DeviceKind::cuda; }
+  // Results in device memory get their ids there (an id table on the device).
+  bool writes_device_results() const override { return true; }
   MemoryUse memory() const override;
 
   void save_payload(ByteWriter& out) const override;
@@ -38,8 +42,14 @@ class GpuFlatIndex final : public Index {
   // Replaces the row numbers of n results by their ids (-1 stays -1), in host memory.
   void rows_to_ids(int64_t n, int64_t* rows) const;
 
+  // The ids on the device, made by the first search into device memory after a change (adds,
+  // removals and loads drop it; they have the index to themselves).
+  const gpu::IdTable& device_ids() const;
+
   gpu::DeviceMatrixPtr matrix_;
   IdMap ids_;
+  mutable std::mutex device_ids_mutex_;
+  mutable gpu::IdTablePtr device_ids_;
 };
 
 }  // namespace quiver

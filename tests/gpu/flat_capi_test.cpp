@@ -115,11 +115,35 @@ TEST(GpuFlatCapi, CustomIdsFilterRemoveAndDevicePointers) {
   ASSERT_EQ(qv_index_remove(on_cpu, 4, gone, nullptr), QV_OK);
   DeviceArray<float> device_queries(q), device_distances(nq * k);
   DeviceArray<int64_t> device_ids(nq * k);
-  ASSERT_EQ(qv_index_search(on_gpu, nq, device_queries.get(), k, nullptr, device_distances.get(),
-                            device_ids.get()),
-            QV_OK)
+  auto search_into_device = [&] {
+    EXPECT_EQ(qv_index_search(on_gpu, nq, device_queries.get(), k, nullptr, device_distances.get(),
+                              device_ids.get()),
+              QV_OK)
+        << qv_last_error_message();
+    return Result{device_distances.to_host(), device_ids.to_host()};
+  };
+  expect_same(search_into_device(), search(on_cpu, q, dim, k), 1e-4f);
+
+  // The ids translated on the device follow later adds and removals.
+  const int64_t more = 300;
+  const auto y = uniform_vectors(more, dim, 5);
+  std::vector<int64_t> more_ids(more);
+  for (int64_t i = 0; i < more; ++i) more_ids[i] = 50000 + 3 * i;
+  ASSERT_EQ(qv_index_add(on_gpu, more, y.data(), more_ids.data()), QV_OK) << qv_last_error_message();
+  ASSERT_EQ(qv_index_add(on_cpu, more, y.data(), more_ids.data()), QV_OK);
+  const Result after_add = search_into_device();
+  expect_same(after_add, search(on_cpu, q, dim, k), 1e-4f);
+  EXPECT_EQ(after_add.ids, search(on_gpu, q, dim, k).ids);  // host outputs: the same ids
+  const int64_t gone_too[] = {50000, 1021, 50300};
+  ASSERT_EQ(qv_index_remove(on_gpu, 3, gone_too, nullptr), QV_OK);
+  ASSERT_EQ(qv_index_remove(on_cpu, 3, gone_too, nullptr), QV_OK);
+  expect_same(search_into_device(), search(on_cpu, q, dim, k), 1e-4f);
+
+  // Ids in device memory with distances on the host.
+  std::vector<float> host_distances(nq * k);
+  ASSERT_EQ(qv_index_search(on_gpu, nq, q.data(), k, nullptr, host_distances.data(), device_ids.get()), QV_OK)
       << qv_last_error_message();
-  expect_same(Result{device_distances.to_host(), device_ids.to_host()}, search(on_cpu, q, dim, k), 1e-4f);
+  expect_same(Result{host_distances, device_ids.to_host()}, search(on_cpu, q, dim, k), 1e-4f);
   qv_index_free(on_gpu);
   qv_index_free(on_cpu);
 }
