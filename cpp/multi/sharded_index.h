@@ -1,7 +1,8 @@
 // "Sharded<S>,<kind>": the data split over S parts, each an index of <kind> on one device. Adds go to
 // the shards with the fewest objects (a shard whose device runs out of memory takes no more of that
-// add), every query searches every shard at once, and the shards' results are merged: on a GPU when
-// every shard searches into its GPU's memory (GPU IVF kinds), else on the host.
+// add), every query searches every shard at once, and the shards' results are merged: on the GPUs
+// when every shard searches into its GPU's memory (GPU Flat and IVF kinds; each run of rows as soon
+// as every shard has it, pipelined_merge.h), else on the host.
 #pragma once
 
 #include <mutex>
