@@ -5,10 +5,14 @@
 //   - sharding: "Sharded,<kind>" on D devices at k = 100, and the merge overhead: its time against
 //     the time one device takes for one shard's worth of data (target: <= 10%).
 // Times are wall-clock medians of warm repeats of a blocking host-to-host search (the call returns
-// when results are in host memory). Data: synthetic clustered vectors, made here.
+// when results are in host memory). Data: synthetic clustered vectors, made here. With --pinned 1
+// the queries and results are page-locked (cudaHostRegister), so the library moves them by DMA
+// instead of through its pinned staging buffers and the host's memcpy.
 //
 // usage: multi_bench [--n N] [--dim D] [--nq Q] [--max-devices G] [--nprobe P] [--repeats R]
-//                    [--only flat|ivf]
+//                    [--only flat|ivf] [--pinned 0|1]
+#include <cuda_runtime.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -34,6 +39,26 @@ struct Options {
   int32_t max_devices = 0;  // 0: every visible device
   int repeats = 7;
   std::string only;  // "flat" or "ivf": one kind only
+  bool pinned = false;
+};
+
+// Page-locks a host buffer for its lifetime when asked (--pinned).
+class PinnedWhile {
+ public:
+  PinnedWhile(const void* p, size_t bytes, bool on) : p_(on && bytes > 0 ? const_cast<void*>(p) : nullptr) {
+    if (p_ != nullptr && cudaHostRegister(p_, bytes, cudaHostRegisterDefault) != cudaSuccess) {
+      std::fprintf(stderr, "multi_bench: cudaHostRegister of %zu bytes failed\n", bytes);
+      std::exit(1);
+    }
+  }
+  ~PinnedWhile() {
+    if (p_ != nullptr) cudaHostUnregister(p_);
+  }
+  PinnedWhile(const PinnedWhile&) = delete;
+  PinnedWhile& operator=(const PinnedWhile&) = delete;
+
+ private:
+  void* p_;
 };
 
 // Clustered data: 1000 centres in [-1, 1]^dim, points within 0.3 of theirs (xorshift, fast to make).
@@ -110,6 +135,8 @@ Timed time_search(const qv_index_t* index, const Options& o, const std::vector<f
   Timed timed;
   std::vector<float> distances(static_cast<size_t>(nq * k));
   timed.ids.resize(distances.size());
+  const PinnedWhile pin_distances(distances.data(), distances.size() * sizeof(float), o.pinned);
+  const PinnedWhile pin_ids(timed.ids.data(), timed.ids.size() * sizeof(int64_t), o.pinned);
   timed.seconds = median_seconds(o.repeats, [&] {
     check(qv_index_search(index, nq, queries.data(), k, &params, distances.data(), timed.ids.data()), "search");
   });
@@ -140,6 +167,11 @@ double side_by_side_seconds(const Options& o, const std::vector<float>& base, co
   params.nprobe = static_cast<uint32_t>(o.nprobe);
   std::vector<std::vector<float>> distances(devices, std::vector<float>(static_cast<size_t>(o.nq * k)));
   std::vector<std::vector<int64_t>> ids(devices, std::vector<int64_t>(static_cast<size_t>(o.nq * k)));
+  std::vector<std::unique_ptr<PinnedWhile>> pins;
+  for (int32_t d = 0; d < devices; ++d) {
+    pins.push_back(std::make_unique<PinnedWhile>(distances[d].data(), distances[d].size() * sizeof(float), o.pinned));
+    pins.push_back(std::make_unique<PinnedWhile>(ids[d].data(), ids[d].size() * sizeof(int64_t), o.pinned));
+  }
   const double seconds = median_seconds(o.repeats, [&] {
     std::vector<std::thread> threads;
     for (int32_t d = 0; d < devices; ++d)
@@ -177,7 +209,8 @@ int main(int argc, char** argv) {
       continue;
     }
     const int64_t value = std::atoll(argv[i + 1]);
-    if (flag == "--n") o.n = value;
+    if (flag == "--pinned") o.pinned = value != 0;
+    else if (flag == "--n") o.n = value;
     else if (flag == "--dim") o.dim = value;
     else if (flag == "--nq") o.nq = value;
     else if (flag == "--max-devices") o.max_devices = static_cast<int32_t>(value);
@@ -199,10 +232,11 @@ int main(int argc, char** argv) {
   for (int32_t d = 1; d <= most; d *= 2) counts.push_back(d);
   if (counts.back() != most) counts.push_back(most);
 
-  std::printf("multi_bench: %lld x %lld base, %lld queries, %d visible GPU(s), repeats %d (median)\n",
-              static_cast<long long>(o.n), static_cast<long long>(o.dim), static_cast<long long>(o.nq), visible,
-              o.repeats);
+  std::printf("multi_bench: %lld x %lld base, %lld queries%s, %d visible GPU(s), repeats %d (median)\n",
+              static_cast<long long>(o.n), static_cast<long long>(o.dim), static_cast<long long>(o.nq),
+              o.pinned ? " (queries and results page-locked)" : "", visible, o.repeats);
   const std::vector<float> base = clustered(o.n, o.dim, 1), queries = clustered(o.nq, o.dim, 2);
+  const PinnedWhile pin_queries(queries.data(), queries.size() * sizeof(float), o.pinned);
 
   for (const std::string kind : {"Flat", "IVF4096,Flat"}) {
     if (!o.only.empty() && o.only != (kind == "Flat" ? "flat" : "ivf")) continue;
