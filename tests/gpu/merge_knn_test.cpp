@@ -200,6 +200,20 @@ TEST(GpuMergeKnn, SharesOfTheRowsMergeOnTheirOwnDevices) {
   expect_same(got, merge_on_host(Metric::l2, nq, k, lists));
 }
 
+// An L2 merge of the uploaded lists into `got` (sized here).
+MergeTarget merge_into(Merged& got, const Uploaded& uploaded, int64_t nq, int64_t k) {
+  got.distances.assign(size_t(nq * k), 0.0f);
+  got.ids.assign(size_t(nq * k), 0);
+  MergeTarget target;
+  target.metric = Metric::l2;
+  target.nq = nq;
+  target.k = k;
+  target.lists = uploaded.parts;
+  target.distances = got.distances.data();
+  target.ids = got.ids.data();
+  return target;
+}
+
 // pipelined_merge.h: the shards' rows merged in runs as they are reported. Each "search" writes its
 // list into a buffer first filled with closer entries than any real one (read before its rows are
 // reported, they would win the merge), a few rows at a time, reporting each step; the steps differ
@@ -223,24 +237,16 @@ TEST(GpuMergeKnn, RowsMergeAsTheShardsReportThem) {
     std::iota(poison[p].ids.begin(), poison[p].ids.end(), int64_t(1e9) * int64_t(p + 1));
   }
   const Uploaded uploaded = upload(devices, nq, k, poison);
-  MergeTarget target;
-  target.metric = Metric::l2;
-  target.nq = nq;
-  target.k = k;
-  target.lists = uploaded.parts;
-  Merged got{std::vector<float>(size_t(nq * k)), std::vector<int64_t>(size_t(nq * k))};
-  target.distances = got.distances.data();
-  target.ids = got.ids.data();
-  std::vector<std::vector<int64_t>> reported(3);
+  Merged got;
+  const MergeTarget target = merge_into(got, uploaded, nq, k);
   search_while_merging(mergers, target, [&](int64_t p, const std::function<void(int64_t)>& rows_done) {
     gpu::Resources& r = *devices[size_t(p)];
-    gpu::ResultBuffer& buffer = const_cast<gpu::ResultBuffer&>(*uploaded.parts[size_t(p)]);
+    gpu::ResultBuffer& buffer = *uploaded.buffers[size_t(p)];
     const int64_t step = 700 + 450 * p;
     for (int64_t q0 = 0; q0 < nq; q0 += step) {
       const int64_t rows = std::min(step, nq - q0);
       gpu::copy_memory(r, gpu::result_distances(buffer) + q0 * k, lists[p].distances.data() + q0 * k, rows * k * 4);
       gpu::copy_memory(r, gpu::result_ids(buffer) + q0 * k, lists[p].ids.data() + q0 * k, rows * k * 8);
-      reported[size_t(p)].push_back(q0 + rows);
       if (p != 1) rows_done(q0 + rows);  // shard 1 reports nothing: all its rows at its end
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
@@ -256,13 +262,8 @@ TEST(GpuMergeKnn, AFailedSearchOrMergeEndsThePipeline) {
   const int64_t k = 4, nq = 3000;
   const std::vector<PartResult> lists = random_lists(2, nq, k, Metric::l2, 82);
   const Uploaded uploaded = upload(mergers, nq, k, lists);
-  MergeTarget target;
-  target.nq = nq;
-  target.k = k;
-  target.lists = uploaded.parts;
-  Merged got{std::vector<float>(size_t(nq * k)), std::vector<int64_t>(size_t(nq * k))};
-  target.distances = got.distances.data();
-  target.ids = got.ids.data();
+  Merged got;
+  const MergeTarget target = merge_into(got, uploaded, nq, k);
   auto status_of = [&](const MergeTarget& t, int64_t failing_part) {
     try {
       search_while_merging(mergers, t, [&](int64_t p, const std::function<void(int64_t)>& rows_done) {
