@@ -76,3 +76,56 @@ func ExampleIndex_SearchStrings() {
 	// mitten at edit distance 1
 	// kitten at edit distance 2
 }
+
+// Example_severalDevices spreads one exact index over every GPU of the machine in four shards (on
+// the CPU, when there is no GPU, four logical shards) and checks that it answers as one plain index
+// does. "Replicated,<kind>" would instead keep a full copy on each GPU and split batches among them.
+func Example_severalDevices() {
+	ctx, err := quiver.NewContext(&quiver.ContextOptions{AllDevices: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctx.Close()
+
+	const dim, n = 8, 1000
+	vectors := make([]float32, n*dim)
+	state := uint32(2463534242)
+	for i := range vectors { // any data (xorshift); the ids below are our own
+		state ^= state << 13
+		state ^= state >> 17
+		state ^= state << 5
+		vectors[i] = float32(state>>8) / (1 << 24)
+	}
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = 100000 + 2*int64(i)
+	}
+	var found [2]*quiver.Neighbors
+	for i, descriptor := range []string{"Sharded4,Flat", quiver.Flat} {
+		index, err := quiver.NewIndex(ctx, descriptor, dim, quiver.MetricL2)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer index.Close()
+		if err := index.AddWithIDs(vectors, ids); err != nil {
+			log.Fatal(err)
+		}
+		if found[i], err = index.Search(vectors[:5*dim], 3, nil); err != nil {
+			log.Fatal(err)
+		}
+		info, err := index.Info()
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%q: %d vectors\n", info.Descriptor, info.Count)
+	}
+	same := true
+	for i := range found[0].IDs {
+		same = same && found[0].IDs[i] == found[1].IDs[i]
+	}
+	fmt.Println("same neighbours:", same)
+	// Output:
+	// "Sharded4,Flat": 1000 vectors
+	// "Flat": 1000 vectors
+	// same neighbours: true
+}
