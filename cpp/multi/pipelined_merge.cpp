@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <exception>
 #include <mutex>
 
 #include "cpp/multi/run_parts.h"
@@ -66,7 +65,7 @@ void search_while_merging(const std::vector<gpu::Resources*>& mergers, const Mer
   const auto parts = static_cast<int64_t>(mergers.size());
   ReadyRows ready(parts, target.nq);
   // Tasks [0, parts) search, [parts, 2 parts) merge: GPU p merges its share of every run.
-  const std::vector<std::exception_ptr> errors = run_parts(2 * parts, [&](int64_t task) {
+  run_parts_or_throw(2 * parts, [&](int64_t task) {
     try {
       if (task < parts) {
         search(task, [&ready, task](int64_t rows) { ready.report(task, rows); });
@@ -87,8 +86,6 @@ void search_while_merging(const std::vector<gpu::Resources*>& mergers, const Mer
       throw;
     }
   });
-  for (const std::exception_ptr& error : errors)
-    if (error) std::rethrow_exception(error);
 }
 
 }  // namespace quiver
