@@ -12,9 +12,10 @@
 //   5. optional re-ranking of refine_k candidates with exact float32 distances to the raw vectors,
 //      then the k best of them;
 //   6. slots become ids (device ids, or on the host with ids_on_host) and keys distances.
-// Everything runs on stream 0; host queries are uploaded per tile (the host copies the next tile into
-// pinned staging while the device works), the only host synchronisations are the copies of results:
-// with device ids, each tile's go to the caller on the copy stream while the next tile is computed.
+// Everything runs on stream 0 but the copies: host queries go up a tile at a time on the copy stream
+// into one of two buffers, so the next tile's copy overlaps this tile's search; the only host
+// synchronisations are the copies of results: with device ids, each tile's go to the caller on the
+// copy stream while the next tile is computed.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -52,8 +53,11 @@ constexpr int64_t kTileBudgets = 2;
 constexpr int64_t kUploadTiles = 4;
 constexpr int64_t kMinUploadTileRows = 2048;
 // Resources' events recorded when a query tile's results are final (this one and the next,
-// alternating); an IVF search uses no others.
+// alternating), and when a tile's host queries are on the device (likewise); an IVF search uses no
+// others.
 constexpr int kTileDoneEvent = 1;
+constexpr int kQueriesUpEvent = 3;
+static_assert(kQueriesUpEvent + 1 < Resources::kEvents, "Resources::kEvents");
 
 int64_t align_floats(int64_t n) { return (n + 63) / 64 * 64; }
 
@@ -173,10 +177,11 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
   }
 
   // ---- inputs ----
-  // Host queries are uploaded a tile at a time, so the host's copy of the next tile into pinned
-  // staging overlaps the device's work on this one.
-  PoolBuffer<float> query_tile;
-  if (!queries_on_device) query_tile = PoolBuffer<float>(pool, tq * ivf.dim);
+  // Host queries are uploaded a tile at a time into two buffers in turn: tile t's copy waits for the
+  // end of tile t - 2, the last reader of its buffer, and runs while tile t - 1 is searched.
+  PoolBuffer<float> query_tiles[2];
+  if (!queries_on_device)
+    for (auto& buffer : query_tiles) buffer = PoolBuffer<float>(pool, tq * ivf.dim);
   PoolBuffer<uint32_t> slot_filter =
       upload_slot_filter(resources, ivf, options.filter_bits, options.filter_nbits, stream);
 
@@ -224,15 +229,17 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
     result_d = reinterpret_cast<float*>(packed.get() + results * int64_t(sizeof(int64_t)));
   }
   const bool download_tiles = !direct && !ivf.ids_on_host;
-  // Tiles end with an event when their results are copied out one at a time or their progress is
-  // reported.
-  const bool tile_events = download_tiles || (direct && options.rows_done);
+  // Tiles end with an event when their results are copied out one at a time, their progress is
+  // reported or their query buffer is reused.
+  const bool finish_tiles = download_tiles || (direct && options.rows_done);
+  const bool tile_events = finish_tiles || !queries_on_device;
   cudaStream_t copy_stream = resources.stream(Resources::kCopyStream);
+  auto tile_done = [&](int64_t t) { return resources.event(kTileDoneEvent + int(t & 1)); };
   // Once tile t's last kernel is done (the device working on what was queued after it): its results
   // to the caller (through staging if pageable), then the rows done so far reported.
   auto finish_tile = [&](int64_t t) {
     const int64_t q0 = t * tq, rows = std::min(tq, nq - q0);
-    const cudaEvent_t done = resources.event(kTileDoneEvent + int(t & 1));
+    const cudaEvent_t done = tile_done(t);
     if (download_tiles) {
       download_result_rows(staging, device, copy_stream, done, distances, ids, result_d, result_i, q0, rows, k);
     } else {
@@ -242,11 +249,16 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
   };
 
   for (int64_t q0 = 0; q0 < nq; q0 += tq) {
-    const int64_t rows = std::min(tq, nq - q0);
+    const int64_t t = q0 / tq, rows = std::min(tq, nq - q0);
     const float* x = queries + q0 * ivf.dim;
     if (!queries_on_device) {
-      copy_to_device(staging, device, query_tile.get(), x, size_t(rows * ivf.dim) * sizeof(float), stream);
-      x = query_tile.get();
+      float* buffer = query_tiles[t & 1].get();
+      const cudaEvent_t up = resources.event(kQueriesUpEvent + int(t & 1));
+      if (t >= 2) QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, tile_done(t - 2), 0));
+      copy_to_device(staging, device, buffer, x, size_t(rows * ivf.dim) * sizeof(float), copy_stream);
+      QV_CUDA_CHECK(cudaEventRecord(up, copy_stream));
+      QV_CUDA_CHECK(cudaStreamWaitEvent(stream, up, 0));
+      x = buffer;
     }
     const float* xr = x;
     if (ivf.rotated) {
@@ -349,15 +361,12 @@ void ivf_search(Resources& resources, const IvfDevice& ivf, int64_t nq, const fl
       launch_finalize_slots(keys, slots, rows, k, norms, l2, ivf.ids_on_host ? nullptr : ivf.arena.ids.get(),
                             result_d + q0 * k, result_i + q0 * k, stream);
     }
-    if (tile_events) {
-      const int64_t t = q0 / tq;
-      QV_CUDA_CHECK(cudaEventRecord(resources.event(kTileDoneEvent + int(t & 1)), stream));
-      if (t > 0) finish_tile(t - 1);
-    }
+    if (tile_events) QV_CUDA_CHECK(cudaEventRecord(tile_done(t), stream));
+    if (finish_tiles && t > 0) finish_tile(t - 1);
   }
 
   // ---- results ----
-  if (tile_events) {
+  if (finish_tiles) {
     finish_tile((nq - 1) / tq);
   } else if (!direct) {  // slots become ids on the host
     const size_t id_bytes = size_t(results) * sizeof(int64_t), distance_bytes = size_t(results) * sizeof(float);

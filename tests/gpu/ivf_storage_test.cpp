@@ -23,12 +23,17 @@ struct Results {
   std::vector<int64_t> ids;
 };
 
+// nq queries in any memory, results to the host.
+Results search(gpu::Resources& resources, const gpu::IvfDevice& ivf, const float* queries, int64_t nq, int64_t k,
+               const gpu::IvfSearchOptions& options) {
+  Results r{std::vector<float>(size_t(nq * k)), std::vector<int64_t>(size_t(nq * k))};
+  gpu::ivf_search(resources, ivf, nq, queries, k, options, r.dist.data(), r.ids.data());
+  return r;
+}
+
 Results search(gpu::Resources& resources, const gpu::IvfDevice& ivf, const std::vector<float>& queries, int64_t dim,
                int64_t k, const gpu::IvfSearchOptions& options) {
-  const int64_t nq = int64_t(queries.size()) / dim;
-  Results r{std::vector<float>(size_t(nq * k)), std::vector<int64_t>(size_t(nq * k))};
-  gpu::ivf_search(resources, ivf, nq, queries.data(), k, options, r.dist.data(), r.ids.data());
-  return r;
+  return search(resources, ivf, queries.data(), int64_t(queries.size()) / dim, k, options);
 }
 
 // Per list: ids and codes in order.
@@ -309,6 +314,39 @@ TEST(GpuIvfStorage, SmallTilesGiveTheSameResults) {
     options.nprobe = 4;
     const double tol = 5e-5 * double(s.dim) + 1e-4;
     EXPECT_GE(testing::search_and_check(*tiny, *ivf, model, queries, 50, options, tol), 200);
+  }
+}
+
+// Host queries go up a tile at a time into two buffers in turn, on the copy stream: pageable (through
+// staging) and page-locked queries give the results of the same queries on the device, over many
+// tiles.
+TEST(GpuIvfStorage, HostQueriesUploadedTileByTileGiveTheDeviceQueriesResults) {
+  QV_REQUIRE_GPU();
+  gpu::ResourcesOptions small = testing::test_resources_options();
+  small.tile_bytes = 64 << 10;  // many query tiles
+  small.staging_bytes = 4 << 10;
+  auto tiny = gpu::make_resources(small);
+  for (const StorageCase& s : kSetups) {
+    SCOPED_TRACE(::testing::Message() << "dim " << s.dim << " M " << s.pq_m << " ids_on_host " << s.ids_on_host);
+    const auto data = testing::uniform_vectors(s.n, s.dim, 85);
+    const int64_t k = 9, nq = 1003;
+    const auto queries = testing::uniform_vectors(nq, s.dim, 86);
+    const HostIvfModel model = model_for(s, data);
+    auto ivf = testing::filled_ivf(*tiny, model, data);
+    gpu::IvfSearchOptions options;
+    options.nprobe = 3;
+    DeviceArray<float> q_dev(queries);
+    const Results want = search(*tiny, *ivf, q_dev.get(), nq, k, options);
+    const Results pageable = search(*tiny, *ivf, queries.data(), nq, k, options);
+    EXPECT_EQ(pageable.ids, want.ids);
+    EXPECT_EQ(pageable.dist, want.dist);
+    float* pinned = nullptr;
+    QV_ASSERT_CUDA(cudaMallocHost(&pinned, queries.size() * sizeof(float)));
+    std::copy(queries.begin(), queries.end(), pinned);
+    const Results got = search(*tiny, *ivf, pinned, nq, k, options);
+    QV_ASSERT_CUDA(cudaFreeHost(pinned));
+    EXPECT_EQ(got.ids, want.ids);
+    EXPECT_EQ(got.dist, want.dist);
   }
 }
 
