@@ -10,7 +10,7 @@
 namespace quiver {
 
 Input prepare_input(const Context& context, const char* what, const float* x, int64_t n,
-                    int64_t dim, Metric metric, bool device_ok) {
+                    int64_t dim, Metric metric, bool device_ok, int64_t first_row) {
   Input input;
   input.data = x;
   const int64_t row_bytes = std::max<int64_t>(dim, 1) * static_cast<int64_t>(sizeof(float));
@@ -28,7 +28,7 @@ Input prepare_input(const Context& context, const char* what, const float* x, in
     input.data = input.storage.data();
   }
   std::vector<float> normalised;
-  input.data = prepare_vectors(context.pool(), what, input.data, n, dim, metric, normalised);
+  input.data = prepare_vectors(context.pool(), what, input.data, n, dim, metric, normalised, first_row);
   if (!normalised.empty()) input.storage.swap(normalised);
   return input;
 }

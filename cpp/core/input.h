@@ -18,7 +18,8 @@ struct Input {
 // Host vectors are checked (finite, non-zero for cosine) and, for cosine, normalised. Device memory
 // is accepted on a CUDA context only: an engine that reads it there (device_ok) gets it as it is,
 // unchecked; otherwise, or for cosine, it is copied to the host first and treated as host data.
+// Errors name rows from first_row (x a slice of the caller's array that starts at that row).
 Input prepare_input(const Context& context, const char* what, const float* x, int64_t n,
-                    int64_t dim, Metric metric, bool device_ok);
+                    int64_t dim, Metric metric, bool device_ok, int64_t first_row = 0);
 
 }  // namespace quiver

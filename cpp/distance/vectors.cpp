@@ -64,7 +64,8 @@ void check_vectors(const char* what, const float* x, int64_t n, int64_t dim, boo
   check_vector_rows(what, x, 0, n, dim, nonzero_rows);
 }
 
-void check_vector_rows(const char* what, const float* x, int64_t begin, int64_t end, int64_t dim, bool nonzero_rows) {
+void check_vector_rows(const char* what, const float* x, int64_t begin, int64_t end, int64_t dim, bool nonzero_rows,
+                       int64_t first_row) {
   for (int64_t r = begin; r < end; ++r) {
     const float* row = x + r * dim;
     // One vectorised pass: NaN and infinities carry through a sum of squares, so a finite squared
@@ -73,19 +74,19 @@ void check_vector_rows(const char* what, const float* x, int64_t begin, int64_t 
     if (!std::isfinite(norm)) {
       for (int64_t c = 0; c < dim; ++c)
         if (!std::isfinite(row[c]))
-          fail(Status::invalid_argument, what, ": row ", r, ", column ", c, " is ", row[c],
+          fail(Status::invalid_argument, what, ": row ", first_row + r, ", column ", c, " is ", row[c],
                " (vectors must be finite)");
       // Squares of values near FLT_MAX overflow, and every distance of the row would be infinite.
-      fail(Status::invalid_argument, what, ": row ", r,
+      fail(Status::invalid_argument, what, ": row ", first_row + r,
            " has values too large for float32 distance arithmetic (its squared norm overflows)");
     }
     if (nonzero_rows && norm == 0.0f && std::all_of(row, row + dim, [](float v) { return v == 0.0f; }))
-      fail(Status::invalid_argument, what, ": row ", r, " is the zero vector, which has no cosine similarity");
+      fail(Status::invalid_argument, what, ": row ", first_row + r, " is the zero vector, which has no cosine similarity");
   }
 }
 
 const float* prepare_vectors(ThreadPool& pool, const char* what, const float* x, int64_t n, int64_t dim,
-                             Metric metric, std::vector<float>& storage) {
+                             Metric metric, std::vector<float>& storage, int64_t first_row) {
   const bool cosine = metric == Metric::cosine;
   if (cosine) storage.resize(static_cast<size_t>(n * dim));
   // A big batch is checked (and normalised) in slices side by side: one thread would be a visible
@@ -96,7 +97,7 @@ const float* prepare_vectors(ThreadPool& pool, const char* what, const float* x,
   auto prepare = [&](int64_t t) {
     const int64_t begin = t * rows_per_task, end = std::min(n, begin + rows_per_task);
     try {
-      check_vector_rows(what, x, begin, end, dim, cosine);
+      check_vector_rows(what, x, begin, end, dim, cosine, first_row);
       if (cosine) normalize_rows(x + begin * dim, end - begin, dim, storage.data() + begin * dim);
     } catch (...) {
       errors[t] = std::current_exception();

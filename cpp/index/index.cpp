@@ -95,6 +95,12 @@ void Index::search(int64_t nq, const float* queries, int64_t k, const SearchOpti
   require_vectors("search");
   check_search(nq, k, options);
   if (nq == 0) return;
+  if (prepares_query_slices()) {
+    SearchOptions unprepared = options;
+    unprepared.prepare_query_slices = true;
+    do_search(nq, queries, k, unprepared, distances, ids);
+    return;
+  }
   const Input input = prepare_input(context_, "queries", queries, nq, dim_, metric_, reads_device_memory());
   do_search(nq, input.data, k, options, distances, ids);
 }

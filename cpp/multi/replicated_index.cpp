@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cpp/core/input.h"
 #include "cpp/multi/run_parts.h"
 
 namespace quiver {
@@ -22,11 +23,19 @@ ReplicatedIndex::Split ReplicatedIndex::split(int64_t nq) const {
 void ReplicatedIndex::search_batch(const Objects& queries, int64_t k, const SearchOptions& options, float* distances,
                                    int64_t* ids) const {
   const Split plan = split(queries.n);
+  SearchOptions part_options = options;
+  part_options.prepare_query_slices = false;
   run_parts_or_throw(plan.slices, [&](int64_t s) {
     const int64_t begin = plan.begin(s, queries.n);
     const int64_t count = plan.begin(s + 1, queries.n) - begin;
-    search_in(*parts_[(plan.first + s) % part_count()], slice_rows(queries, begin, count), k, options,
-              distances + begin * k, ids + begin * k);
+    Objects slice = slice_rows(queries, begin, count);
+    Input prepared;
+    if (options.prepare_query_slices) {  // the caller's vectors: this slice checked here
+      prepared = prepare_input(context(), "queries", slice.vectors, count, dim(), metric(), false, begin);
+      slice.vectors = prepared.data;
+    }
+    search_in(*parts_[(plan.first + s) % part_count()], slice, k, part_options, distances + begin * k,
+              ids + begin * k);
   });
 }
 

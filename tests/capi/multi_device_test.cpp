@@ -3,6 +3,7 @@
 // kind on one device, ids, removal, files that load on another device count, bad input. Every check
 // runs on a CPU context (the parts are logical shards there) and, where a GPU is present, on a CUDA
 // context of three logical devices sharing it and on every visible device.
+#include <cmath>
 #include <thread>
 
 #include "metric_space_checks.h"
@@ -374,6 +375,39 @@ TEST(MultiDevice, ReplicasServeConcurrentCallers) {
     }
     for (auto& thread : threads) thread.join();
     for (int t = 0; t < 6; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+  }
+}
+
+// A replicated index checks (and for cosine normalises) each replica's slice of the queries on that
+// replica's thread: the answers are the plain kind's, and a bad row in any slice fails the call
+// naming its row in the caller's batch, the index still usable.
+TEST(MultiDevice, ReplicasCheckTheirOwnSlicesOfTheQueries) {
+  const int64_t n = 1500, dim = 16, nq = 50;
+  const std::vector<float> base = RandomVectors(n, dim, 60), queries = RandomVectors(nq, dim, 61);
+  for (auto& [name, ctx] : Contexts()) {
+    for (const qv_metric_t metric : {QV_METRIC_L2, QV_METRIC_COSINE}) {
+      SCOPED_TRACE(name + (metric == QV_METRIC_L2 ? " l2" : " cosine"));
+      Index single = Create(ctx.get(), "Flat", dim, metric);
+      QV_ASSERT_OK(qv_index_add(single.get(), n, base.data(), nullptr));
+      const Results want = SearchAll(single.get(), queries, dim, 7);
+      for (const char* descriptor : {"Replicated3,Flat", "Replicated2,Sharded2,Flat"}) {
+        SCOPED_TRACE(descriptor);
+        Index index = Create(ctx.get(), descriptor, dim, metric);
+        QV_ASSERT_OK(qv_index_add(index.get(), n, base.data(), nullptr));
+        const Results got = SearchAll(index.get(), queries, dim, 7);
+        EXPECT_EQ(got.ids, want.ids);
+        std::vector<float> bad = queries;
+        bad[41 * dim + 3] = std::nanf("");  // in the last replica's slice
+        Results out;
+        EXPECT_TRUE(FailsNaming(Search(index.get(), bad, dim, 7, nullptr, &out), QV_ERR_INVALID_ARGUMENT, "41"));
+        if (metric == QV_METRIC_COSINE) {
+          bad = queries;
+          std::fill(bad.begin() + 20 * dim, bad.begin() + 21 * dim, 0.0f);  // no direction
+          EXPECT_TRUE(FailsNaming(Search(index.get(), bad, dim, 7, nullptr, &out), QV_ERR_INVALID_ARGUMENT, "20"));
+        }
+        EXPECT_EQ(SearchAll(index.get(), queries, dim, 7).ids, want.ids);
+      }
+    }
   }
 }
 
