@@ -552,7 +552,8 @@ int main(int argc, char** argv) {
         CHECK_CUDA(cudaMalloc(&rows_out, batch * kc * sizeof(int32_t)));
         const Timing t = time_it(std::max(runs, 21), [&] {
           gpu::launch_gemv_select(dq, batch, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, kc, nullptr,
-                                  0, blocks, block_keys, block_rows, keys, rows_out, gpu::matrix_data(*matrix), 0);
+                                  0, blocks, block_keys, block_rows, keys, rows_out, gpu::matrix_data(*matrix),
+                                  gpu::GemvStats{}, 0);
         });
         char task[96], note[64];
         std::snprintf(task, sizeof task, "  batch %lld: GEMV + selection kernels, %lld of %lld", (long long)batch,

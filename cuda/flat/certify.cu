@@ -18,62 +18,8 @@ constexpr int kWarpsPerBlock = kThreads / kWarpSize;
 // The statistics kernels reduce in each block, then one atomic per block: a fixed grid keeps the
 // atomics few.
 constexpr unsigned kStatsBlocks = 1024;
-
-// An upper bound on |v - tf32(v)| for any rounding of v to TF32 (truncation or to nearest): one TF32
-// ulp, 0 where v is exact in TF32; subnormals may be flushed (|v|); no bound for inf / NaN.
-__device__ __forceinline__ float tf32_error(float v) {
-  const unsigned bits = __float_as_uint(v) & 0x7fffffffu;
-  const unsigned exponent = bits >> 23;
-  if (exponent == 0xffu) return __int_as_float(0x7f800000);
-  if (exponent == 0) return __uint_as_float(bits);
-  if ((bits & 0x1fffu) == 0) return 0.f;
-  // 2^(e - 10) for the binade [2^e, 2^(e+1)); below 2^-126 the bound 2^-126 is used.
-  return exponent > 10 ? __uint_as_float((exponent - 10) << 23) : __uint_as_float(1u << 23);
-}
-
-// Rows are read by kLanesPerRow lanes each (a warp takes kRowsPerWarp rows at a time), with 16-byte
-// loads where rows allow: several loads in flight per lane, two shuffle steps per row.
-constexpr int kLanesPerRow = 4;
+constexpr int kLanesPerRow = kStatsLanesPerRow;
 constexpr int kRowsPerWarp = kWarpSize / kLanesPerRow;
-
-// This lane's share of one row's (sum of squares, sum of squared TF32 errors), in double, then the
-// row's sums in every lane of its group. row >= n contributes zeros.
-__device__ __forceinline__ void row_sums(const float* y, int64_t n, int64_t dim, bool vec4, int64_t row, int sub,
-                                         double* ss, double* rr) {
-  double s = 0, e = 0;
-  auto add = [&](float v) {
-    const double err = tf32_error(v);
-    s = fma(double(v), double(v), s);
-    e = fma(err, err, e);
-  };
-  if (row < n) {
-    const float* r = y + row * dim;
-    if (vec4) {
-      const float4* r4 = reinterpret_cast<const float4*>(r);
-#pragma unroll 4
-      for (int64_t i = sub; i < dim / 4; i += kLanesPerRow) {
-        const float4 v = __ldg(r4 + i);
-        add(v.x);
-        add(v.y);
-        add(v.z);
-        add(v.w);
-      }
-    } else {
-#pragma unroll 4
-      for (int64_t i = sub; i < dim; i += kLanesPerRow) add(__ldg(r + i));
-    }
-  }
-#pragma unroll
-  for (int d = 1; d < kLanesPerRow; d *= 2) {
-    s += __shfl_xor_sync(kFullWarp, s, d);
-    e += __shfl_xor_sync(kFullWarp, e, d);
-  }
-  *ss = s;
-  *rr = e;
-}
-
-// An upper bound of a non-negative double as float bits (for atomicMax).
-__device__ __forceinline__ unsigned upper_bits(double v) { return __float_as_uint(__double2float_ru(v * (1 + kCertifySlack))); }
 
 // The block's maxima of a and b (every thread passes its own), then one atomicMax each.
 __device__ void block_max(unsigned a, unsigned b, unsigned* stats, bool second) {

@@ -8,6 +8,7 @@
 
 #include "cpp/core/error.h"
 #include "cuda/core/error.h"
+#include "cuda/flat/certify.cuh"
 #include "cuda/select/block_merge.cuh"
 #include "cuda/select/warp_lanes.cuh"
 #include "cuda/select/warp_select.h"
@@ -174,12 +175,13 @@ template <int NQ, int KR, Layout L>
 __global__ void __launch_bounds__(kThreads, (kMinBlocks<NQ, L>))
     gemv_select_kernel(const float* __restrict__ queries, int nq, const float* __restrict__ base,
                        const float* __restrict__ norms, int64_t n, int dim, int kc, const uint8_t* filter,
-                       int64_t filter_bits, float* block_keys, int32_t* block_rows) {
+                       int64_t filter_bits, float* block_keys, int32_t* block_rows, float* block_norms_max) {
   constexpr int K = KR * kWarpSize;
   constexpr int kLoads = kLoadsPerLane;
   extern __shared__ __align__(16) float xs[];  // NQ x dim, zeros past the nq real queries
   __shared__ float merge_keys[kWarps * K];
   __shared__ int32_t merge_rows[kWarps * K];
+  __shared__ float warp_norms_max[kWarps];
   for (int i = threadIdx.x; i < NQ * dim; i += kThreads) xs[i] = i < nq * dim ? queries[i] : 0.f;
   __syncthreads();
 
@@ -194,6 +196,8 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocks<NQ, L>))
   // This lane's row of a step (the same trip count in every lane); one lane of its four offers it.
   auto row_of = [&](int64_t step) { return step + lane / kLanesPerRow; };
   auto norm_of = [&](int64_t row) { return l2 && row < n && sub == 0 ? __ldg(norms + row) : 0.f; };
+  // The largest norm this thread read (NaN counts as 0, as in certify.cu's norms_max_kernel).
+  float norms_max = 0.f;
 
   WarpSelect<Lanes, KR, kThreadQueue<KR>> ws[NQ];
 #pragma unroll
@@ -213,6 +217,7 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocks<NQ, L>))
       for (int q = 0; q < NQ; ++q) acc[q] = 0.f;
       multiply_chunk(v, sub, dim4, x4, acc);
       const int64_t row = row_of(step);
+      norms_max = fmaxf(norms_max, norm);
       offer_row(ws, acc, row, row < n && sub == 0, norm, l2, nq, filter, filter_bits);
     };
     for (int64_t step = first; step < n; step += 2 * stride) {
@@ -235,7 +240,18 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocks<NQ, L>))
 #pragma unroll
       for (int q = 0; q < NQ; ++q) acc[q] = 0.f;
       row_products<NQ, L>(base + row * dim, valid, dim, sub, xs, acc);
+      norms_max = fmaxf(norms_max, norm);
       offer_row(ws, acc, row, valid && sub == 0, norm, l2, nq, filter, filter_bits);
+    }
+  }
+  if (block_norms_max != nullptr) {  // the same in every thread
+#pragma unroll
+    for (int d = kWarpSize / 2; d > 0; d /= 2) norms_max = fmaxf(norms_max, __shfl_xor_sync(kFullWarp, norms_max, d));
+    if (lane == 0) warp_norms_max[warp] = norms_max;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < kWarps; ++w) norms_max = fmaxf(norms_max, warp_norms_max[w]);
+      block_norms_max[blockIdx.x] = norms_max;
     }
   }
 
@@ -259,67 +275,174 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocks<NQ, L>))
   }
 }
 
+// A (key, row) pair as one integer that orders as the pair does (keys ascending, then rows; the
+// sentinel (+inf, kNone) last). Keys are never NaN.
+__device__ __forceinline__ uint64_t ordered_pair(float key, int32_t row) {
+  const uint32_t bits = __float_as_uint(key);
+  const uint32_t ordered = bits & 0x80000000u ? ~bits : bits | 0x80000000u;
+  return uint64_t(ordered) << 32 | uint32_t(row);
+}
+
+__device__ __forceinline__ float pair_key(uint64_t pair) {
+  const uint32_t ordered = uint32_t(pair >> 32);
+  return __uint_as_float(ordered & 0x80000000u ? ordered & 0x7fffffffu : ~ordered);
+}
+
+__device__ __forceinline__ int32_t pair_row(uint64_t pair) { return int32_t(uint32_t(pair)); }
+
+// The merge's side jobs, the certificate's statistics (certify.h), computed here so that a small
+// batch's search has no statistics kernels to wait for: query q's (||x||^2, r_x^2) into
+// query_stats[2q ..] (queries nq x dim; vec4: 16-byte loads), and from the GEMV blocks' largest
+// norms the base's two numbers (max ||y||^2 * norms_scale, 0). Null pointers: not wanted.
+struct MergeStats {
+  const float* queries = nullptr;
+  int64_t dim = 0;
+  bool vec4 = false;
+  double* query_stats = nullptr;
+  const float* block_norms_max = nullptr;
+  float norms_scale = 1.f;
+  unsigned* base_stats = nullptr;
+};
+
+__device__ void merge_side_jobs(const MergeStats& st, int blocks) {
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int q = blockIdx.x;
+  if (warp == 0 && st.query_stats != nullptr) {
+    // Lanes 0-3 read the row; the others add zeros (row_sums' shuffles need the whole warp).
+    const int64_t nq = gridDim.x;
+    double ss, rr;
+    row_sums(st.queries, nq, st.dim, st.vec4, lane < kStatsLanesPerRow ? q : nq, lane % kStatsLanesPerRow, &ss, &rr);
+    if (lane == 0) {
+      st.query_stats[2 * q] = ss;
+      st.query_stats[2 * q + 1] = rr;
+    }
+  }
+  if (warp == 1 && q == 0 && st.base_stats != nullptr) {
+    float m = 0.f;
+    for (int b = lane; b < blocks; b += kWarpSize) m = fmaxf(m, st.block_norms_max[b]);
+#pragma unroll
+    for (int d = kWarpSize / 2; d > 0; d /= 2) m = fmaxf(m, __shfl_xor_sync(kFullWarp, m, d));
+    if (lane == 0) {
+      st.base_stats[0] = upper_bits(double(m) * st.norms_scale);
+      st.base_stats[1] = 0;
+    }
+  }
+}
+
 // Query blockIdx.x: the kc best of its blocks' lists (blocks x kc, each sorted) into out_keys /
 // out_rows (kc), then the candidates' rows of rerank_base prefetched into L2 for the finish stage.
-// No pair above the smallest kc-th key of a full list can be among the kc best: the queues are
-// clamped there. That bound is loose (k = 10 over 1M rows on an H200: about 4 000 of the 6 900
-// candidates pass it, 14 us of queue merges); the kc-th smallest of the lists' first entries is
-// tight (about kc pass), but found by one warp's queue it cost more than it saved (21 us: a queue
-// merge is a chain of dependent shuffles). Ranking those first entries, then the few candidates
-// that pass, by counting in shared memory would need no queue at all: the next step.
+//
+// Every one of the kc best is at or under a bound: the kc-th smallest of the lists' first entries
+// (the first kc of them are kc distinct candidates), and the kc-th entry of any full list. With as
+// many lists as threads, the merge counts: it ranks the first entries (each against all, in shared
+// memory) for the first bound, gathers from each list the entries at or under the bound (about kc
+// of them: the bound is tight), and writes each gathered entry at its rank among them. No queue, no
+// chain of shuffles (the queues' merge took 14 us for k = 10 over 1M rows on an H200: the looser
+// second bound alone let about 4 000 of the 6 900 candidates in). Where the lists or the gathered
+// entries are more than the threads, the queues merge everything under the second bound.
 template <int KR>
 __global__ void __launch_bounds__(kMergeThreads)
     gemv_merge_kernel(const float* __restrict__ block_keys, const int32_t* __restrict__ block_rows, int blocks, int kc,
-                      float* out_keys, int32_t* out_rows, const float* rerank_base, int64_t dim) {
+                      float* out_keys, int32_t* out_rows, const float* rerank_base, int64_t dim, MergeStats stats) {
   constexpr int K = KR * kWarpSize;
   __shared__ float merge_keys[kMergeWarps * K];
   __shared__ int32_t merge_rows[kMergeWarps * K];
-  __shared__ float warp_bounds[kMergeWarps];
+  __shared__ uint64_t pairs[kMergeThreads];  // the lists' first entries, then the gathered entries
+  __shared__ uint64_t warp_bounds[kMergeWarps];
+  __shared__ int gathered;
   const int q = blockIdx.x;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int64_t count = int64_t(blocks) * kc;
   const float* keys = block_keys + q * count;
   const int32_t* rows = block_rows + q * count;
+  const uint64_t sentinel = ordered_pair(kSentinelKey, kNone);
+  merge_side_jobs(stats, blocks);
 
-  float ck[kMergeLoads];
-  int32_t cr[kMergeLoads];
-  auto load = [&](int64_t first) {
-#pragma unroll
-    for (int u = 0; u < kMergeLoads; ++u) {
-      const int64_t i = first + int64_t(u) * kMergeThreads + threadIdx.x;
-      ck[u] = i < count ? keys[i] : kSentinelKey;
-      cr[u] = i < count ? rows[i] : kNone;
-    }
-  };
-  load(0);  // in flight while the bound is found
-
-  float bound = kSentinelKey;
-  for (int b = threadIdx.x; b < blocks; b += kMergeThreads) {
+  // The second bound, from this thread's list (threads past the lists: none).
+  const int b = threadIdx.x;
+  uint64_t head = sentinel, bound = sentinel;
+  if (b < blocks) {
+    head = ordered_pair(keys[int64_t(b) * kc], rows[int64_t(b) * kc]);
     const int64_t last = int64_t(b) * kc + kc - 1;
-    if (rows[last] != kNone) bound = fminf(bound, keys[last]);
+    if (rows[last] != kNone) bound = ordered_pair(keys[last], rows[last]);
+  }
+  const bool counted = blocks <= kMergeThreads;  // the same in every thread
+  if (counted) {
+    if (b < blocks) pairs[b] = head;
+    if (threadIdx.x == 0) gathered = 0;
+    __syncthreads();
+    // The first bound: the first entry with kc - 1 smaller ones (valid entries are distinct).
+    if (head != sentinel) {
+      int smaller = 0;
+      for (int j = 0; j < blocks; ++j) smaller += pairs[j] < head;
+      if (smaller == kc - 1) bound = min(bound, head);
+    }
   }
 #pragma unroll
-  for (int d = kWarpSize / 2; d > 0; d /= 2) bound = fminf(bound, __shfl_xor_sync(kFullWarp, bound, d));
+  for (int d = kWarpSize / 2; d > 0; d /= 2) bound = min(bound, __shfl_xor_sync(kFullWarp, bound, d));
   if (lane == 0) warp_bounds[warp] = bound;
   __syncthreads();
-  for (int i = 0; i < kMergeWarps; ++i) bound = fminf(bound, warp_bounds[i]);
+  for (int i = 0; i < kMergeWarps; ++i) bound = min(bound, warp_bounds[i]);
 
-  WarpSelect<Lanes, KR, kThreadQueue<KR>> ws;
-  ws.reset(kc);
-  clamp_limit(ws, bound);
-  for (int64_t first = 0; first < count; first += int64_t(kMergeLoads) * kMergeThreads) {
-    if (first > 0) load(first);
-#pragma unroll
-    for (int u = 0; u < kMergeLoads; ++u) {
-      if (ws.insert(ck[u], cr[u])) {
-        ws.merge_thread_queues();
-        clamp_limit(ws, bound);
+  int n_gathered = kMergeThreads + 1;
+  if (counted) {
+    // Each list's entries at or under the bound: a prefix of it.
+    if (b < blocks && head <= bound && head != sentinel) {
+      for (int e = 0; e < kc; ++e) {
+        const int64_t i = int64_t(b) * kc + e;
+        const uint64_t pair = ordered_pair(keys[i], rows[i]);
+        if (rows[i] == kNone || pair > bound) break;
+        const int at = atomicAdd(&gathered, 1);
+        if (at < kMergeThreads) pairs[at] = pair;
       }
     }
+    __syncthreads();
+    n_gathered = gathered;
   }
-  ws.finish();
-  // Afterwards slot 0 of merge_keys / merge_rows holds the result, in element order.
-  detail::merge_block_queues(ws, merge_keys, merge_rows, warp, warp, kMergeWarps, lane);
+  if (n_gathered <= kMergeThreads) {
+    // Each gathered entry at its rank; fewer than kc: every allowed row was gathered, the rest is
+    // the sentinel.
+    if (threadIdx.x < n_gathered) {
+      const uint64_t mine = pairs[threadIdx.x];
+      int rank = 0;
+      for (int j = 0; j < n_gathered; ++j) rank += pairs[j] < mine;
+      if (rank < kc) {
+        merge_keys[rank] = pair_key(mine);
+        merge_rows[rank] = pair_row(mine);
+      }
+    }
+    for (int e = n_gathered + threadIdx.x; e < kc; e += kMergeThreads) {
+      merge_keys[e] = kSentinelKey;
+      merge_rows[e] = kNone;
+    }
+    __syncthreads();
+  } else {
+    // The queues, over every candidate at or under the bound's key.
+    const float bound_key = pair_key(bound);
+    WarpSelect<Lanes, KR, kThreadQueue<KR>> ws;
+    ws.reset(kc);
+    clamp_limit(ws, bound_key);
+    float ck[kMergeLoads];
+    int32_t cr[kMergeLoads];
+    for (int64_t first = 0; first < count; first += int64_t(kMergeLoads) * kMergeThreads) {
+#pragma unroll
+      for (int u = 0; u < kMergeLoads; ++u) {
+        const int64_t i = first + int64_t(u) * kMergeThreads + threadIdx.x;
+        ck[u] = i < count ? keys[i] : kSentinelKey;
+        cr[u] = i < count ? rows[i] : kNone;
+      }
+#pragma unroll
+      for (int u = 0; u < kMergeLoads; ++u) {
+        if (ws.insert(ck[u], cr[u])) {
+          ws.merge_thread_queues();
+          clamp_limit(ws, bound_key);
+        }
+      }
+    }
+    ws.finish();
+    // Afterwards slot 0 of merge_keys / merge_rows holds the result, in element order.
+    detail::merge_block_queues(ws, merge_keys, merge_rows, warp, warp, kMergeWarps, lane);
+  }
   for (int e = threadIdx.x; e < kc; e += kMergeThreads) {
     out_keys[int64_t(q) * kc + e] = merge_keys[e];
     out_rows[int64_t(q) * kc + e] = merge_rows[e];
@@ -362,11 +485,11 @@ struct Variant {
   static int resident() { return resident_blocks<NQ, KR, L>(); }
   static void launch(int64_t blocks, const float* queries, int64_t nq, const float* base, const float* norms,
                      int64_t n, int64_t dim, int64_t kc, const uint8_t* filter, int64_t filter_bits,
-                     float* block_keys, int32_t* block_rows, cudaStream_t stream) {
+                     float* block_keys, int32_t* block_rows, float* block_norms_max, cudaStream_t stream) {
     const size_t shared = size_t(NQ * dim) * sizeof(float);
     gemv_select_kernel<NQ, KR, L><<<static_cast<unsigned>(blocks), kThreads, shared, stream>>>(
         queries, static_cast<int>(nq), base, norms, n, static_cast<int>(dim), static_cast<int>(kc), filter,
-        filter_bits, block_keys, block_rows);
+        filter_bits, block_keys, block_rows, block_norms_max);
     QV_LAUNCH_CHECK("gemv_select_kernel");
   }
 };
@@ -417,20 +540,33 @@ int64_t gemv_select_blocks(const SelectLimits& limits, int64_t nq, int64_t n, in
 void launch_gemv_select(const float* queries, int64_t nq, const float* base, const float* base_norms, int64_t n,
                         int64_t dim, int64_t kc, const uint8_t* filter, int64_t filter_bits, int64_t blocks,
                         float* block_keys, int32_t* block_rows, float* out_keys, int32_t* out_rows,
-                        const float* rerank_base, cudaStream_t stream) {
+                        const float* rerank_base, const GemvStats& stats, cudaStream_t stream) {
   require(gemv_select_fits(nq, dim, kc), "gemv_select: nq = ", nq, ", dim = ", dim, ", kc = ", kc, " do not fit");
   require(blocks >= 1 && blocks <= (int64_t(1) << 20), "gemv_select: blocks = ", blocks);
+  require(stats.base_stats == nullptr || (base_norms != nullptr && stats.block_norms_max != nullptr),
+          "gemv_select: the base's statistics need its norms and the blocks' workspace");
+  float* block_norms_max = stats.base_stats != nullptr ? stats.block_norms_max : nullptr;
   dispatch(nq, kc, layout_for(base, nq, dim), [&](auto v) {
     decltype(v)::launch(blocks, queries, nq, base, base_norms, n, dim, kc, filter, filter_bits, block_keys,
-                        block_rows, stream);
+                        block_rows, block_norms_max, stream);
     return 0;
   });
+  MergeStats merge;
+  merge.queries = queries;
+  merge.dim = dim;
+  merge.vec4 = dim % 4 == 0 && (reinterpret_cast<uintptr_t>(queries) & 15) == 0;
+  merge.query_stats = stats.query_stats;
+  merge.block_norms_max = block_norms_max;
+  merge.norms_scale = stats.norms_scale;
+  merge.base_stats = stats.base_stats;
+  const auto grid = static_cast<unsigned>(nq);
+  const auto lists = static_cast<int>(blocks);
   if (kc <= kWarpSize) {
-    gemv_merge_kernel<1><<<static_cast<unsigned>(nq), kMergeThreads, 0, stream>>>(
-        block_keys, block_rows, static_cast<int>(blocks), static_cast<int>(kc), out_keys, out_rows, rerank_base, dim);
+    gemv_merge_kernel<1><<<grid, kMergeThreads, 0, stream>>>(block_keys, block_rows, lists, static_cast<int>(kc),
+                                                             out_keys, out_rows, rerank_base, dim, merge);
   } else {
-    gemv_merge_kernel<2><<<static_cast<unsigned>(nq), kMergeThreads, 0, stream>>>(
-        block_keys, block_rows, static_cast<int>(blocks), static_cast<int>(kc), out_keys, out_rows, rerank_base, dim);
+    gemv_merge_kernel<2><<<grid, kMergeThreads, 0, stream>>>(block_keys, block_rows, lists, static_cast<int>(kc),
+                                                             out_keys, out_rows, rerank_base, dim, merge);
   }
   QV_LAUNCH_CHECK("gemv_merge_kernel");
 }

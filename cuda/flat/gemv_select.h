@@ -10,7 +10,9 @@
 //      merge their queues; each block writes its kc best per query, sorted.
 //   2. gemv_merge_kernel: a block per query merges the blocks' lists into the kc best, sorted, ties
 //      to the smaller row, missing entries as the selection's sentinel (+inf, largest int32): what
-//      select_rows writes with keep_missing_as_sentinel, which the finish stage reads.
+//      select_rows writes with keep_missing_as_sentinel, which the finish stage reads. It ranks the
+//      few candidates under a tight bound by counting (no queues), and gathers the certificate's
+//      statistics on the side.
 //
 // The keys are those of the SGEMM pass up to the summation order of the dot product: ||y||^2 - 2
 // <x, y> (L2, with the given norms; one fmaf forms it, as the selection adds its bias) or -<x, y>.
@@ -46,6 +48,18 @@ bool gemv_select_fits(int64_t nq, int64_t dim, int64_t kc);
 // candidates.
 int64_t gemv_select_blocks(const SelectLimits& limits, int64_t nq, int64_t n, int64_t dim, int64_t kc);
 
+// The certificate's statistics (certify.h) the pass gathers as it goes, so that a search that
+// certifies has no statistics kernels to wait for; null pointers: not wanted. query_stats: nq x 2
+// doubles, launch_query_stats's of the queries. base_stats (L2 keys on exact inputs: the base's
+// norms given): kBaseStatsCount numbers, what zeroing them and launch_norms_max of the norms with
+// norms_scale would make; block_norms_max: its workspace, `blocks` floats.
+struct GemvStats {
+  double* query_stats = nullptr;
+  unsigned* base_stats = nullptr;
+  float norms_scale = 1.f;
+  float* block_norms_max = nullptr;
+};
+
 // Queries (nq x dim) against base rows (n x dim), both row-major, with (L2) base_norms (n floats,
 // the ||y||^2 of the keys) or nullptr (inner product): out_keys / out_rows (nq x kc) = each query's
 // kc best keys, ascending (ties to the smaller row), and their rows; +inf and the largest int32
@@ -53,10 +67,10 @@ int64_t gemv_select_blocks(const SelectLimits& limits, int64_t nq, int64_t n, in
 // filter[r / 8] is set. block_keys / block_rows: nq x blocks x kc of workspace (blocks from
 // gemv_select_blocks). rerank_base (optional): the rows the finish stage reads for the candidates'
 // exact keys (the uncentred base), whose candidate rows are prefetched into L2. All pointers device
-// memory; gemv_select_fits must hold. Enqueued on `stream`.
+// memory; gemv_select_fits must hold. stats: see GemvStats. Enqueued on `stream`.
 void launch_gemv_select(const float* queries, int64_t nq, const float* base, const float* base_norms, int64_t n,
                         int64_t dim, int64_t kc, const uint8_t* filter, int64_t filter_bits, int64_t blocks,
                         float* block_keys, int32_t* block_rows, float* out_keys, int32_t* out_rows,
-                        const float* rerank_base, cudaStream_t stream);
+                        const float* rerank_base, const GemvStats& stats, cudaStream_t stream);
 
 }  // namespace quiver::gpu

@@ -384,6 +384,8 @@ struct Pass {
   cudaStream_t search_fused(int64_t q0, int64_t rows, const float* part, const float* part_norms, int64_t first_row,
                             int64_t count);
   void search_gemv();
+  // Whether the GEMV pass gathers the base's statistics too (from the norms the L2 keys read).
+  bool gemv_base_stats() const { return gemv && spec.certify && !stats_read_rows; }
   void upload_chunk(int64_t chunk);
   struct ChunkOperands {
     const void* gemm_y = nullptr;  // the chunk's tile operand (floats or half copy)
@@ -493,6 +495,7 @@ struct Pass {
   PoolBuffer<float> split_bounds;  // truncated splits: per query, the smallest last key of its splits
   PoolBuffer<float> gemv_keys;     // the GEMV pass: each query's kc best of each block
   PoolBuffer<int32_t> gemv_rows;
+  PoolBuffer<float> gemv_norms_max;  // and each block's largest norm (gemv_base_stats())
   PoolBuffer<char> workspace;
   PoolBuffer<float> best_keys;  // the running kc best of each query
   PoolBuffer<int32_t> best_rows;
@@ -697,6 +700,7 @@ void Pass::allocate_search() {
   if (gemv) {
     gemv_keys = PoolBuffer<float>(pool, nq * gemv_blocks * kc);
     gemv_rows = PoolBuffer<int32_t>(pool, nq * gemv_blocks * kc);
+    if (gemv_base_stats()) gemv_norms_max = PoolBuffer<float>(pool, gemv_blocks);
   } else if (fused) {
     split_keys = PoolBuffer<float>(pool, plan.query_rows * splits * split_kc);
     split_rows = PoolBuffer<int32_t>(pool, plan.query_rows * splits * split_kc);
@@ -763,8 +767,13 @@ void Pass::start_streams() {
   QV_CUDA_CHECK(cudaStreamWaitEvent(resources.stream(1), inputs_event(), 0));
   if (!spec.certify) return;
   cudaStream_t s1 = resources.stream(1);
+  // The GEMV pass gathers the queries' (and from the norms the base's) itself, on stream 0.
+  if (!gemv) launch_query_stats(xc, nq, dim, query_stats.get(), s1);
+  if (gemv_base_stats()) {
+    QV_CUDA_CHECK(cudaEventRecord(stats_event(), s1));
+    return;
+  }
   QV_CUDA_CHECK(cudaMemsetAsync(base_stats.get(), 0, kBaseStatsCount * sizeof(unsigned), s1));
-  launch_query_stats(xc, nq, dim, query_stats.get(), s1);
   if (!chunked && stats_read_rows && !centred && sh.kept_base_stats != nullptr) {
     QV_CUDA_CHECK(cudaMemcpyAsync(base_stats.get(), sh.kept_base_stats, kBaseStatsCount * sizeof(unsigned),
                                   cudaMemcpyDeviceToDevice, s1));
@@ -856,15 +865,22 @@ cudaStream_t Pass::search_fused(int64_t q0, int64_t rows, const float* part, con
 
 // The GEMV pass (gemv_select.h) of every query against the resident base, into the running best
 // (whole: there is one query tile). The finish's re-rank reads the uncentred rows: those are
-// prefetched. On stream 0, launched before start_streams (run_pass): the host's calls that queue
-// the certificate's statistics then overlap the kernel's read of the base, not precede it; the
-// statistics still start from the inputs. (Their kernels may wait for SMs until the GEMV's
-// persistent blocks end; the other order was not measured against this one.)
+// prefetched. The pass gathers the certificate's statistics of the queries, and of an L2 base from
+// its norms, itself: kernels of their own on stream 1 waited for SMs until the GEMV's persistent
+// blocks ended, and the finish for them. Launched before start_streams (run_pass), which queues what
+// statistics remain (a base's kept ones, or those read from its rows) on stream 1.
 void Pass::search_gemv() {
   QV_CUDA_CHECK(cudaEventRecord(inputs_event(), s0));
   const uint8_t* filter = sh.filter.bits != nullptr ? sh.filter_copy.get() : nullptr;
+  GemvStats stats;
+  if (spec.certify) stats.query_stats = query_stats.get();
+  if (gemv_base_stats()) {
+    stats.base_stats = base_stats.get();
+    stats.norms_scale = norms_scale;
+    stats.block_norms_max = gemv_norms_max.get();
+  }
   launch_gemv_select(xc, nq, yc, l2 ? yc_norms : nullptr, n, dim, kc, filter, sh.filter.nbits, gemv_blocks,
-                     gemv_keys.get(), gemv_rows.get(), best_keys.get(), best_rows.get(), y, s0);
+                     gemv_keys.get(), gemv_rows.get(), best_keys.get(), best_rows.get(), y, stats, s0);
 }
 
 // A base on the device: each query tile against every base tile (or the fused kernel, or the GEMV

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "cpp/core/error.h"
+#include "cuda/core/resources.h"
+#include "cuda/flat/certify.h"
 #include "cuda/flat/gemv_select.h"
 #include "cuda/flat/knn_passes.h"
 #include "exact_float.h"
@@ -219,6 +221,95 @@ TEST(GpuKnnGemv, DeviceMatrix) {
   EXPECT_EQ(gpu::last_knn_pass_counts().gemv, p.nq);
   EXPECT_EQ(gpu::last_knn_pass_counts().sgemm, p.nq);
   expect_same(reference(p, 10, nullptr), got, p.nq, 10, "against the CPU");
+}
+
+// The kernel pair run directly: each query's kc best (key, row) pairs and the statistics it gathers.
+struct Direct {
+  std::vector<float> keys;
+  std::vector<int32_t> rows;
+  std::vector<double> query_stats;
+  std::vector<unsigned> base_stats;
+};
+
+Direct run_gemv(const std::vector<float>& base, const std::vector<float>& norms, int64_t n, int64_t dim,
+                const std::vector<float>& queries, int64_t nq, int64_t kc, float norms_scale) {
+  testing::TestDeviceScope scope;
+  const int64_t blocks = gpu::gemv_select_blocks(testing::shared_resources().limits(), nq, n, dim, kc);
+  DeviceArray<float> d_base(base), d_norms(norms), d_queries(queries);
+  DeviceArray<float> block_keys{size_t(nq * blocks * kc)}, keys{size_t(nq * kc)}, block_norms{size_t(blocks)};
+  DeviceArray<int32_t> block_rows{size_t(nq * blocks * kc)}, rows{size_t(nq * kc)};
+  DeviceArray<double> query_stats{size_t(2 * nq)};
+  DeviceArray<unsigned> base_stats{size_t(gpu::kBaseStatsCount)};
+  gpu::GemvStats stats;
+  stats.query_stats = query_stats.get();
+  if (!norms.empty()) {
+    stats.base_stats = base_stats.get();
+    stats.norms_scale = norms_scale;
+    stats.block_norms_max = block_norms.get();
+  }
+  gpu::launch_gemv_select(d_queries.get(), nq, d_base.get(), norms.empty() ? nullptr : d_norms.get(), n, dim, kc,
+                          nullptr, 0, blocks, block_keys.get(), block_rows.get(), keys.get(), rows.get(), nullptr,
+                          stats, 0);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return Direct{keys.to_host(), rows.to_host(), query_stats.to_host(), base_stats.to_host()};
+}
+
+// The statistics the pass gathers for the certificate are those of certify.h's own kernels, bit for
+// bit: the queries' (aligned and not: dim 128 and 129) and the base's from its norms (a negative and
+// a NaN norm among them count as 0).
+TEST(GpuKnnGemv, GathersTheCertificateStatistics) {
+  QV_REQUIRE_GPU();
+  testing::TestDeviceScope scope;
+  for (int64_t dim : {128, 129}) {
+    for (int64_t nq : {1, 3}) {
+      SCOPED_TRACE(::testing::Message() << "dim " << dim << " nq " << nq);
+      const Problem p = testing::uniform_problem(testing::sized(100003, 20011), dim, nq, Metric::l2, uint32_t(dim + nq));
+      std::vector<float> norms(size_t(p.n));
+      for (int64_t r = 0; r < p.n; ++r) {
+        double sum = 0;
+        for (int64_t c = 0; c < dim; ++c) sum += double(p.base[size_t(r * dim + c)]) * p.base[size_t(r * dim + c)];
+        norms[size_t(r)] = float(sum);
+      }
+      norms[7] = -5.f;
+      norms[size_t(p.n / 2)] = NAN;
+      const float scale = 1.0000005f;
+      const Direct got = run_gemv(p.base, norms, p.n, dim, p.queries, nq, 26, scale);
+      DeviceArray<float> d_queries(p.queries), d_norms(norms);
+      DeviceArray<double> query_stats{size_t(2 * nq)};
+      DeviceArray<unsigned> base_stats(std::vector<unsigned>(size_t(gpu::kBaseStatsCount), 0));
+      gpu::launch_query_stats(d_queries.get(), nq, dim, query_stats.get(), 0);
+      gpu::launch_norms_max(d_norms.get(), p.n, scale, base_stats.get(), 0);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      EXPECT_EQ(got.query_stats, query_stats.to_host());
+      EXPECT_EQ(got.base_stats, base_stats.to_host());
+    }
+  }
+}
+
+// Lists whose entries all sit below the next list's: the merge's bound (the kc-th smallest first
+// entry) then lets in nearly kc entries of each of kc lists, past what it ranks by counting for kc =
+// 64 (the queues merge them instead). Inner product over one dimension: row r's key is -y_r, exact.
+TEST(GpuKnnGemv, MergesListsThatLieBelowEachOther) {
+  QV_REQUIRE_GPU();
+  const int64_t n = testing::sized(200003, 60013), dim = 1;
+  for (int64_t kc : {1, 26, 32, 33, 64}) {
+    SCOPED_TRACE(::testing::Message() << "kc " << kc);
+    const int64_t blocks = gpu::gemv_select_blocks(testing::shared_resources().limits(), 1, n, dim, kc);
+    // The kernel's rows go to the grid's warps in steps of 8, 8 warps a block.
+    std::vector<float> base(static_cast<size_t>(n));
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t block = (r / 8) % (blocks * 8) / 8;
+      base[size_t(r)] = float(blocks - block) + float(r % 1024) * 1e-4f;  // block 0's keys the smallest
+    }
+    const Direct got = run_gemv(base, {}, n, dim, {1.f}, 1, kc, 1.f);
+    std::vector<std::pair<float, int32_t>> all;
+    for (int64_t r = 0; r < n; ++r) all.emplace_back(-base[size_t(r)], int32_t(r));
+    std::sort(all.begin(), all.end());
+    for (int64_t i = 0; i < kc; ++i) {
+      ASSERT_EQ(got.rows[size_t(i)], all[size_t(i)].second) << "rank " << i;
+      ASSERT_EQ(got.keys[size_t(i)], all[size_t(i)].first) << "rank " << i;
+    }
+  }
 }
 
 }  // namespace
