@@ -110,9 +110,16 @@ RangeResult Index::range_search(int64_t nq, const float* queries, float radius,
   require_vectors("range search");
   check_range_search(nq, radius, options);
   if (nq == 0) return RangeResult{{0}, {}, {}};
-  // Range searches read host queries (the IVF kinds search a host copy of their lists).
-  const Input input = prepare_input(context_, "queries", queries, nq, dim_, metric_, false);
-  RangeResult result = do_range_search(nq, input.data, radius, options);
+  RangeResult result;
+  if (prepares_query_slices()) {
+    SearchOptions unprepared = options;
+    unprepared.prepare_query_slices = true;
+    result = do_range_search(nq, queries, radius, unprepared);
+  } else {
+    // Range searches read host queries (the IVF kinds search a host copy of their lists).
+    const Input input = prepare_input(context_, "queries", queries, nq, dim_, metric_, false);
+    result = do_range_search(nq, input.data, radius, options);
+  }
   check_range_cap(result, options);
   return result;
 }

@@ -72,7 +72,8 @@ struct SearchOptions {
   // that do not report (all but the GPU inverted files) never call it: every row is final when the
   // search returns.
   std::function<void(int64_t rows)> rows_done;
-  // Internal (no C API): set by Index::search for a kind that prepares its queries a slice at a time
+  // Internal (no C API): set by Index::search and range_search for a kind that prepares its queries a
+  // slice at a time
   // (prepares_query_slices()): the queries are then the caller's as given (unchecked, maybe device
   // memory). Unset, they are prepared already; a composite's parts always get them so.
   bool prepare_query_slices = false;
@@ -114,10 +115,11 @@ class Index {
   // Whether search writes outputs in its GPU's memory there, with no host round trip (a sharded
   // index then merges its parts' results on a GPU).
   virtual bool writes_device_results() const { return false; }
-  // Whether do_search checks the caller's queries (and normalises them for cosine) itself, a slice at
-  // a time where each slice is searched, when SearchOptions::prepare_query_slices says so: a
-  // replicated index checks each replica's slice on that replica's thread, beside the others'
-  // searches, instead of the whole batch before any of them starts.
+  // Whether do_search and do_range_search check the caller's queries (and normalise them for cosine)
+  // themselves, a slice at a time where each slice is searched, when
+  // SearchOptions::prepare_query_slices says so: a replicated index checks each replica's slice on
+  // that replica's thread, beside the others' searches, instead of the whole batch before any of
+  // them starts.
   virtual bool prepares_query_slices() const { return false; }
 
   void train(int64_t n, const float* x);

@@ -7,6 +7,24 @@
 
 namespace quiver {
 
+namespace {
+
+// Rows [begin, begin + count) of the queries, checked (and for cosine normalised) here when the
+// caller's are unprepared (options.prepare_query_slices); `prepared` keeps what that made. Errors
+// name rows of the caller's batch.
+Objects query_slice(const Index& index, const Objects& queries, int64_t begin, int64_t count,
+                    const SearchOptions& options, Input& prepared) {
+  Objects slice = slice_rows(queries, begin, count);
+  if (options.prepare_query_slices) {
+    prepared = prepare_input(index.context(), "queries", slice.vectors, count, index.dim(), index.metric(), false,
+                             begin);
+    slice.vectors = prepared.data;
+  }
+  return slice;
+}
+
+}  // namespace
+
 void ReplicatedIndex::add_batch(const Objects& x, const int64_t* ids) {
   std::vector<int64_t> assigned;
   const int64_t* added = new_ids(x.n, ids, assigned);
@@ -28,12 +46,8 @@ void ReplicatedIndex::search_batch(const Objects& queries, int64_t k, const Sear
   run_parts_or_throw(plan.slices, [&](int64_t s) {
     const int64_t begin = plan.begin(s, queries.n);
     const int64_t count = plan.begin(s + 1, queries.n) - begin;
-    Objects slice = slice_rows(queries, begin, count);
     Input prepared;
-    if (options.prepare_query_slices) {  // the caller's vectors: this slice checked here
-      prepared = prepare_input(context(), "queries", slice.vectors, count, dim(), metric(), false, begin);
-      slice.vectors = prepared.data;
-    }
+    const Objects slice = query_slice(*this, queries, begin, count, options, prepared);
     search_in(*parts_[(plan.first + s) % part_count()], slice, k, part_options, distances + begin * k,
               ids + begin * k);
   });
@@ -42,11 +56,15 @@ void ReplicatedIndex::search_batch(const Objects& queries, int64_t k, const Sear
 RangeResult ReplicatedIndex::range_search_batch(const Objects& queries, float radius,
                                                 const SearchOptions& options) const {
   const Split plan = split(queries.n);
+  SearchOptions part_options = options;
+  part_options.prepare_query_slices = false;
   std::vector<RangeResult> slices(static_cast<size_t>(plan.slices));
   run_parts_or_throw(plan.slices, [&](int64_t s) {
     const int64_t begin = plan.begin(s, queries.n);
     const int64_t count = plan.begin(s + 1, queries.n) - begin;
-    slices[s] = range_search_in(*parts_[(plan.first + s) % part_count()], slice_rows(queries, begin, count), radius, options);
+    Input prepared;
+    const Objects slice = query_slice(*this, queries, begin, count, options, prepared);
+    slices[s] = range_search_in(*parts_[(plan.first + s) % part_count()], slice, radius, part_options);
   });
   // The slices' results one after another.
   RangeResult result;

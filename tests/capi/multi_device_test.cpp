@@ -378,9 +378,26 @@ TEST(MultiDevice, ReplicasServeConcurrentCallers) {
   }
 }
 
+// Whether two range results hold the same hits for every query (ids and distances, in order).
+::testing::AssertionResult SameRangeHits(const qv_range_result_t* want, const qv_range_result_t* got) {
+  int64_t nq_want = 0, nq_got = 0;
+  const int64_t *lims_want = nullptr, *lims_got = nullptr, *ids_want = nullptr, *ids_got = nullptr;
+  const float *d_want = nullptr, *d_got = nullptr;
+  if (qv_range_result_get(want, &nq_want, &lims_want, &ids_want, &d_want) != QV_OK ||
+      qv_range_result_get(got, &nq_got, &lims_got, &ids_got, &d_got) != QV_OK)
+    return ::testing::AssertionFailure() << "qv_range_result_get failed";
+  if (nq_want != nq_got) return ::testing::AssertionFailure() << "nq " << nq_got << " != " << nq_want;
+  for (int64_t q = 0; q <= nq_want; ++q)
+    if (lims_want[q] != lims_got[q]) return ::testing::AssertionFailure() << "lims differ at query " << q;
+  for (int64_t i = 0; i < lims_want[nq_want]; ++i)
+    if (ids_want[i] != ids_got[i] || d_want[i] != d_got[i])
+      return ::testing::AssertionFailure() << "hit " << i << ": id " << ids_got[i] << " != " << ids_want[i];
+  return ::testing::AssertionSuccess();
+}
+
 // A replicated index checks (and for cosine normalises) each replica's slice of the queries on that
-// replica's thread: the answers are the plain kind's, and a bad row in any slice fails the call
-// naming its row in the caller's batch, the index still usable.
+// replica's thread, for k-NN and range searches: the answers are the plain kind's, and a bad row in
+// any slice fails the call naming its row in the caller's batch, the index still usable.
 TEST(MultiDevice, ReplicasCheckTheirOwnSlicesOfTheQueries) {
   const int64_t n = 1500, dim = 16, nq = 50;
   const std::vector<float> base = RandomVectors(n, dim, 60), queries = RandomVectors(nq, dim, 61);
@@ -400,12 +417,30 @@ TEST(MultiDevice, ReplicasCheckTheirOwnSlicesOfTheQueries) {
         bad[41 * dim + 3] = std::nanf("");  // in the last replica's slice
         Results out;
         EXPECT_TRUE(FailsNaming(Search(index.get(), bad, dim, 7, nullptr, &out), QV_ERR_INVALID_ARGUMENT, "41"));
+        qv_range_result_t* raw = nullptr;
+        EXPECT_TRUE(FailsNaming(qv_index_range_search(index.get(), nq, bad.data(), 1.0f, nullptr, &raw),
+                                QV_ERR_INVALID_ARGUMENT, "41"));
+        EXPECT_EQ(raw, nullptr);
         if (metric == QV_METRIC_COSINE) {
           bad = queries;
           std::fill(bad.begin() + 20 * dim, bad.begin() + 21 * dim, 0.0f);  // no direction
           EXPECT_TRUE(FailsNaming(Search(index.get(), bad, dim, 7, nullptr, &out), QV_ERR_INVALID_ARGUMENT, "20"));
         }
         EXPECT_EQ(SearchAll(index.get(), queries, dim, 7).ids, want.ids);
+        // Range searches: the plain kind's hits, query by query.
+        const float radius = want.distances[3];  // query 0's fourth neighbour: a few hits a query
+        qv_range_result_t* single_raw = nullptr;
+        QV_ASSERT_OK(qv_index_range_search(single.get(), nq, queries.data(), radius, nullptr, &single_raw));
+        RangeResult single_hits(single_raw);
+        QV_ASSERT_OK(qv_index_range_search(index.get(), nq, queries.data(), radius, nullptr, &raw));
+        RangeResult hits(raw);
+        int64_t hit_nq = 0;
+        const int64_t* lims = nullptr;
+        const int64_t* hit_ids = nullptr;
+        const float* hit_distances = nullptr;
+        QV_ASSERT_OK(qv_range_result_get(hits.get(), &hit_nq, &lims, &hit_ids, &hit_distances));
+        EXPECT_GT(lims[hit_nq], nq) << "too few hits to compare";
+        EXPECT_TRUE(SameRangeHits(single_hits.get(), hits.get()));
       }
     }
   }
