@@ -30,6 +30,7 @@
 #include "cuda/flat/kernels.h"
 #include "cuda/flat/certify.h"
 #include "cuda/flat/compute_modes.h"
+#include "cuda/flat/exact_distances.h"
 #include "cuda/flat/gemv_select.h"
 #include "cuda/flat/knn_passes.h"
 #include "cuda/flat/range_search.h"
@@ -564,6 +565,54 @@ int main(int argc, char** argv) {
         cudaFree(block_rows);
         cudaFree(keys);
         cudaFree(rows_out);
+      }
+      // What batch 1's host-to-host time holds besides the kernel pair, each alone: the finish kernel
+      // (the candidates' exact keys and the k best), the call's copies (the query in, the results out,
+      // through pageable memory as the latency rows use them), and one launch waited for.
+      {
+        const int64_t kc = gpu::certified_candidate_count(10), k = 10;
+        float* keys = nullptr;
+        int32_t* rows_out = nullptr;
+        float* dd = nullptr;
+        int64_t* di = nullptr;
+        float* query = nullptr;
+        CHECK_CUDA(cudaMalloc(&query, dim * sizeof(float)));
+        CHECK_CUDA(cudaMalloc(&keys, kc * sizeof(float)));
+        CHECK_CUDA(cudaMalloc(&rows_out, kc * sizeof(int32_t)));
+        CHECK_CUDA(cudaMalloc(&dd, k * sizeof(float)));
+        CHECK_CUDA(cudaMalloc(&di, k * sizeof(int64_t)));
+        const int64_t blocks = gpu::gemv_select_blocks(resources->limits(), 1, n, dim, kc);
+        float* block_keys = nullptr;
+        int32_t* block_rows = nullptr;
+        CHECK_CUDA(cudaMalloc(&block_keys, blocks * kc * sizeof(float)));
+        CHECK_CUDA(cudaMalloc(&block_rows, blocks * kc * sizeof(int32_t)));
+        gpu::launch_gemv_select(dq, 1, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, kc, nullptr, 0,
+                                blocks, block_keys, block_rows, keys, rows_out, nullptr, gpu::GemvStats{}, 0);
+        const Timing finish = time_it(std::max(runs, 21), [&] {
+          gpu::launch_finish_small(gpu::matrix_data(*matrix), dq, dim, keys, rows_out, kc, k, 1, true, nullptr, nullptr,
+                                   nullptr, nullptr, dd, di, 0);
+        });
+        report("  batch 1: finish kernel (26 candidates)", "device", finish, 1 / finish.median_ms * 1e3, "QPS");
+        std::vector<float> host_d(static_cast<size_t>(k));
+        std::vector<int64_t> host_i(static_cast<size_t>(k));
+        const Timing copies = time_it(std::max(runs, 21), [&] {
+          CHECK_CUDA(cudaMemcpy(query, hq.data(), dim * sizeof(float), cudaMemcpyHostToDevice));
+          CHECK_CUDA(cudaMemcpy(host_d.data(), dd, k * sizeof(float), cudaMemcpyDeviceToHost));
+          CHECK_CUDA(cudaMemcpy(host_i.data(), di, k * sizeof(int64_t), cudaMemcpyDeviceToHost));
+        });
+        report("  batch 1: the query in, results out", "host-to-host", copies, 1 / copies.median_ms * 1e3, "QPS");
+        const Timing launch = time_it(std::max(runs, 21), [&] {
+          CHECK_CUDA(cudaMemsetAsync(query, 0, sizeof(float), 0));
+          CHECK_CUDA(cudaStreamSynchronize(0));
+        });
+        report("  batch 1: one launch waited for", "host-to-host", launch, 1 / launch.median_ms * 1e3, "QPS");
+        cudaFree(query);
+        cudaFree(keys);
+        cudaFree(rows_out);
+        cudaFree(dd);
+        cudaFree(di);
+        cudaFree(block_keys);
+        cudaFree(block_rows);
       }
       // Where a batch of 100 goes (device resident, each step alone): the fp32 mode's TF32 pass
       // GEMM (SGEMM beside it), its selection of certified_candidate_count(10), the base statistics.
