@@ -144,8 +144,14 @@ Timed time_search(const qv_index_t* index, const Options& o, const std::vector<f
   return timed;
 }
 
-// The first D slices of a batch of queries, of D.
-int64_t slice_begin(int64_t nq, int32_t d, int32_t devices) { return d * nq / devices; }
+// Slice d of a batch of nq queries cut into D nearly equal slices, as "Replicated" cuts it.
+struct Slice {
+  int64_t begin, count;
+};
+Slice slice_of(int64_t nq, int32_t d, int32_t devices) {
+  const int64_t begin = d * nq / devices;
+  return Slice{begin, (d + 1) * nq / devices - begin};
+}
 
 struct SideBySide {
   double together = 0;       // seconds, every device's search at once
@@ -183,10 +189,9 @@ SideBySide side_by_side(const Options& o, const std::vector<float>& base, const 
     pins.push_back(std::make_unique<PinnedWhile>(ids[d].data(), ids[d].size() * sizeof(int64_t), o.pinned));
   }
   auto search_on = [&](int32_t d) {
-    const int64_t begin = replicas ? slice_begin(o.nq, d, devices) : 0;
-    const int64_t count = replicas ? slice_begin(o.nq, d + 1, devices) - begin : o.nq;
-    check(qv_index_search(shards[d], count, queries.data() + begin * o.dim, k, &params, distances[d].data(),
-                          ids[d].data()),
+    const Slice slice = replicas ? slice_of(o.nq, d, devices) : Slice{0, o.nq};
+    check(qv_index_search(shards[d], slice.count, queries.data() + slice.begin * o.dim, k, &params,
+                          distances[d].data(), ids[d].data()),
           "search");
   };
   SideBySide times;
@@ -275,9 +280,8 @@ int main(int argc, char** argv) {
       // replication can reach.
       double slice = 0;
       for (int32_t d = 0; d < devices; ++d) {
-        const int64_t begin = slice_begin(o.nq, d, devices);
-        slice = std::max(slice, time_search(single_index, o, queries, 10, slice_begin(o.nq, d + 1, devices) - begin,
-                                            begin).seconds);
+        const Slice part = slice_of(o.nq, d, devices);
+        slice = std::max(slice, time_search(single_index, o, queries, 10, part.count, part.begin).seconds);
       }
       const SideBySide plain = devices > 1 ? side_by_side(o, base, queries, devices, kind, true) : SideBySide{slice, slice};
       std::printf("%-8d %-28s %10.3f %12.0f %8.2fx %10.3f %9.1f%% %12.3f %12.3f %9.4f %8.2f\n", devices,

@@ -13,6 +13,13 @@ namespace {
 
 void check_count(const char* name, int64_t n) { require(n >= 0, name, " = ", n, " is negative"); }
 
+// The options for a kind that prepares its queries a slice at a time (Index::prepares_query_slices).
+SearchOptions with_unprepared_queries(const SearchOptions& options) {
+  SearchOptions unprepared = options;
+  unprepared.prepare_query_slices = true;
+  return unprepared;
+}
+
 }  // namespace
 
 Index::Index(Context& context, std::string descriptor, int64_t dim, Metric metric)
@@ -96,9 +103,7 @@ void Index::search(int64_t nq, const float* queries, int64_t k, const SearchOpti
   check_search(nq, k, options);
   if (nq == 0) return;
   if (prepares_query_slices()) {
-    SearchOptions unprepared = options;
-    unprepared.prepare_query_slices = true;
-    do_search(nq, queries, k, unprepared, distances, ids);
+    do_search(nq, queries, k, with_unprepared_queries(options), distances, ids);
     return;
   }
   const Input input = prepare_input(context_, "queries", queries, nq, dim_, metric_, reads_device_memory());
@@ -112,9 +117,7 @@ RangeResult Index::range_search(int64_t nq, const float* queries, float radius,
   if (nq == 0) return RangeResult{{0}, {}, {}};
   RangeResult result;
   if (prepares_query_slices()) {
-    SearchOptions unprepared = options;
-    unprepared.prepare_query_slices = true;
-    result = do_range_search(nq, queries, radius, unprepared);
+    result = do_range_search(nq, queries, radius, with_unprepared_queries(options));
   } else {
     // Range searches read host queries (the IVF kinds search a host copy of their lists).
     const Input input = prepare_input(context_, "queries", queries, nq, dim_, metric_, false);

@@ -73,9 +73,8 @@ struct SearchOptions {
   // search returns.
   std::function<void(int64_t rows)> rows_done;
   // Internal (no C API): set by Index::search and range_search for a kind that prepares its queries a
-  // slice at a time
-  // (prepares_query_slices()): the queries are then the caller's as given (unchecked, maybe device
-  // memory). Unset, they are prepared already; a composite's parts always get them so.
+  // slice at a time (prepares_query_slices()): the queries are then the caller's as given (unchecked,
+  // maybe device memory). Unset, they are prepared already; a composite's parts always get them so.
   bool prepare_query_slices = false;
 };
 

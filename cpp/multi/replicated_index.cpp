@@ -23,6 +23,13 @@ Objects query_slice(const Index& index, const Objects& queries, int64_t begin, i
   return slice;
 }
 
+// What the replicas get: their slices prepared.
+SearchOptions part_options_of(const SearchOptions& options) {
+  SearchOptions part = options;
+  part.prepare_query_slices = false;
+  return part;
+}
+
 }  // namespace
 
 void ReplicatedIndex::add_batch(const Objects& x, const int64_t* ids) {
@@ -41,8 +48,7 @@ ReplicatedIndex::Split ReplicatedIndex::split(int64_t nq) const {
 void ReplicatedIndex::search_batch(const Objects& queries, int64_t k, const SearchOptions& options, float* distances,
                                    int64_t* ids) const {
   const Split plan = split(queries.n);
-  SearchOptions part_options = options;
-  part_options.prepare_query_slices = false;
+  const SearchOptions part_options = part_options_of(options);
   run_parts_or_throw(plan.slices, [&](int64_t s) {
     const int64_t begin = plan.begin(s, queries.n);
     const int64_t count = plan.begin(s + 1, queries.n) - begin;
@@ -56,8 +62,7 @@ void ReplicatedIndex::search_batch(const Objects& queries, int64_t k, const Sear
 RangeResult ReplicatedIndex::range_search_batch(const Objects& queries, float radius,
                                                 const SearchOptions& options) const {
   const Split plan = split(queries.n);
-  SearchOptions part_options = options;
-  part_options.prepare_query_slices = false;
+  const SearchOptions part_options = part_options_of(options);
   std::vector<RangeResult> slices(static_cast<size_t>(plan.slices));
   run_parts_or_throw(plan.slices, [&](int64_t s) {
     const int64_t begin = plan.begin(s, queries.n);

@@ -17,8 +17,8 @@ class ReplicatedIndex final : public CompositeIndex {
   IndexKind kind() const override { return IndexKind::replicated; }
   int64_t count() const override { return parts_.front()->count(); }
   bool holds_id(int64_t id) const override { return parts_.front()->holds_id(id); }
-  // Vector queries are checked a replica's slice at a time, on the replica's thread.
-  bool prepares_query_slices() const override { return metric() != Metric::edit; }
+  // Queries are checked a replica's slice at a time, on the replica's thread.
+  bool prepares_query_slices() const override { return true; }
 
  protected:
   int64_t do_remove(int64_t n, const int64_t* ids) override;

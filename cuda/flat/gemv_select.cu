@@ -339,7 +339,8 @@ __device__ void merge_side_jobs(const MergeStats& st, int blocks) {
 // of them: the bound is tight), and writes each gathered entry at its rank among them. No queue, no
 // chain of shuffles (the queues' merge took 14 us for k = 10 over 1M rows on an H200: the looser
 // second bound alone let about 4 000 of the 6 900 candidates in). Where the lists or the gathered
-// entries are more than the threads, the queues merge everything under the second bound.
+// entries are more than the threads, the queues merge every candidate under the bound's key (the
+// second bound alone when the lists are more than the threads).
 template <int KR>
 __global__ void __launch_bounds__(kMergeThreads)
     gemv_merge_kernel(const float* __restrict__ block_keys, const int32_t* __restrict__ block_rows, int blocks, int kc,
