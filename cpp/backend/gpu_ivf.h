@@ -109,6 +109,10 @@ struct IvfSearchOptions {
   // after each query tile when results go to device memory with device ids or are copied out a tile
   // at a time; otherwise never (every row is final when the search returns). May be empty.
   std::function<void(int64_t rows)> rows_done;
+  // Host queries not checked yet (SearchOptions::check_rows): called for every row, a query tile
+  // at a time once the tile's work is queued, so the host's check runs beside the device; it throws
+  // for a bad row, and the search then ends with that error. May be empty.
+  std::function<void(int64_t begin, int64_t end)> check_rows;
 };
 
 // The k nearest entries of nq queries (nq x dim, host or device) in the nprobe closest lists of each.

@@ -10,7 +10,7 @@
 namespace quiver {
 
 Input prepare_input(const Context& context, const char* what, const float* x, int64_t n,
-                    int64_t dim, Metric metric, bool device_ok, int64_t first_row) {
+                    int64_t dim, Metric metric, bool device_ok, int64_t first_row, bool check_later) {
   Input input;
   input.data = x;
   const int64_t row_bytes = std::max<int64_t>(dim, 1) * static_cast<int64_t>(sizeof(float));
@@ -26,6 +26,10 @@ Input prepare_input(const Context& context, const char* what, const float* x, in
     input.storage.resize(static_cast<size_t>(n * dim));
     gpu::copy_memory(context.gpu(), input.storage.data(), x, n * dim * static_cast<int64_t>(sizeof(float)));
     input.data = input.storage.data();
+  }
+  if (check_later && metric != Metric::cosine) {
+    input.unchecked = true;
+    return input;
   }
   std::vector<float> normalised;
   input.data = prepare_vectors(context.pool(), what, input.data, n, dim, metric, normalised, first_row);

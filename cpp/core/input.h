@@ -12,14 +12,17 @@ namespace quiver {
 struct Input {
   const float* data = nullptr;
   bool on_device = false;      // data is device memory of the context's GPU
+  bool unchecked = false;      // host rows left for the search to check (check_later)
   std::vector<float> storage;  // owns data when a copy was needed
 };
 
-// Host vectors are checked (finite, non-zero for cosine) and, for cosine, normalised. Device memory
-// is accepted on a CUDA context only: an engine that reads it there (device_ok) gets it as it is,
-// unchecked; otherwise, or for cosine, it is copied to the host first and treated as host data.
-// Errors name rows from first_row (x a slice of the caller's array that starts at that row).
+// Host vectors are checked (finite, non-zero for cosine) and, for cosine, normalised; with
+// check_later, host vectors of another metric are left unchecked for a search that checks them
+// itself (SearchOptions::check_rows). Device memory is accepted on a CUDA context only: an engine
+// that reads it there (device_ok) gets it as it is, unchecked; otherwise, or for cosine, it is
+// copied to the host first and treated as host data. Errors name rows from first_row (x a slice of
+// the caller's array that starts at that row).
 Input prepare_input(const Context& context, const char* what, const float* x, int64_t n,
-                    int64_t dim, Metric metric, bool device_ok, int64_t first_row = 0);
+                    int64_t dim, Metric metric, bool device_ok, int64_t first_row = 0, bool check_later = false);
 
 }  // namespace quiver

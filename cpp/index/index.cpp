@@ -22,6 +22,14 @@ SearchOptions with_unprepared_queries(const SearchOptions& options) {
 
 }  // namespace
 
+SearchOptions with_row_check(const SearchOptions& options, const float* x, int64_t dim, int64_t first_row) {
+  SearchOptions checked = options;
+  checked.check_rows = [x, dim, first_row](int64_t begin, int64_t end) {
+    check_vector_rows("queries", x, begin, end, dim, false, first_row);
+  };
+  return checked;
+}
+
 Index::Index(Context& context, std::string descriptor, int64_t dim, Metric metric)
     : context_(context), descriptor_(std::move(descriptor)), dim_(dim), metric_(metric) {
   if (holds_strings(metric)) {
@@ -106,8 +114,13 @@ void Index::search(int64_t nq, const float* queries, int64_t k, const SearchOpti
     do_search(nq, queries, k, with_unprepared_queries(options), distances, ids);
     return;
   }
-  const Input input = prepare_input(context_, "queries", queries, nq, dim_, metric_, reads_device_memory());
-  do_search(nq, input.data, k, options, distances, ids);
+  const Input input = prepare_input(context_, "queries", queries, nq, dim_, metric_, reads_device_memory(), 0,
+                                    checks_queries_while_searching());
+  if (input.unchecked) {
+    do_search(nq, input.data, k, with_row_check(options, input.data, dim_, 0), distances, ids);
+  } else {
+    do_search(nq, input.data, k, options, distances, ids);
+  }
 }
 
 RangeResult Index::range_search(int64_t nq, const float* queries, float radius,

@@ -76,7 +76,16 @@ struct SearchOptions {
   // slice at a time (prepares_query_slices()): the queries are then the caller's as given (unchecked,
   // maybe device memory). Unset, they are prepared already; a composite's parts always get them so.
   bool prepare_query_slices = false;
+  // Internal (no C API): set by Index::search (and a replicated index, per slice) for a kind that
+  // checks host queries as it searches (checks_queries_while_searching()): the queries' rows are
+  // not checked yet; do_search calls it for every row before it returns, so the check runs beside
+  // the device's work. It throws for a bad row, naming it.
+  std::function<void(int64_t begin, int64_t end)> check_rows;
 };
+
+// options whose check_rows checks rows of the host queries x (dim floats a row; row 0 is the
+// caller's row first_row) on the calling thread, as prepare_input would have.
+SearchOptions with_row_check(const SearchOptions& options, const float* x, int64_t dim, int64_t first_row);
 
 struct MemoryUse {
   int64_t host_bytes = 0;
@@ -120,6 +129,10 @@ class Index {
   // that replica's thread, beside the others' searches, instead of the whole batch before any of
   // them starts.
   virtual bool prepares_query_slices() const { return false; }
+  // Whether do_search checks host queries itself (SearchOptions::check_rows), a tile at a time while
+  // its device searches the tile before, instead of before it starts (GPU inverted files; never
+  // for cosine, whose queries are normalised before the search).
+  virtual bool checks_queries_while_searching() const { return false; }
 
   void train(int64_t n, const float* x);
   void add(int64_t n, const float* x, const int64_t* ids);

@@ -60,6 +60,7 @@ void GpuIvfIndex::do_search(int64_t nq, const float* queries, int64_t k, const S
   o.mode = options.compute_mode;
   o.refine_k = spec_.refine ? refine_candidates(options.refine_factor, k) : 0;
   o.rows_done = options.rows_done;
+  o.check_rows = options.check_rows;
   gpu::ivf_search(context().gpu(), *ivf_, nq, queries, k, o, distances, ids);
 }
 

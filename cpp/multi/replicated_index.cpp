@@ -10,14 +10,15 @@ namespace quiver {
 namespace {
 
 // Rows [begin, begin + count) of the queries, checked (and for cosine normalised) here when the
-// caller's are unprepared (options.prepare_query_slices); `prepared` keeps what that made. Errors
-// name rows of the caller's batch.
+// caller's are unprepared (options.prepare_query_slices), or left for the replica's search to check
+// (check_later; prepared.unchecked says so); `prepared` keeps what that made. Errors name rows of
+// the caller's batch.
 Objects query_slice(const Index& index, const Objects& queries, int64_t begin, int64_t count,
-                    const SearchOptions& options, Input& prepared) {
+                    const SearchOptions& options, bool check_later, Input& prepared) {
   Objects slice = slice_rows(queries, begin, count);
   if (options.prepare_query_slices) {
     prepared = prepare_input(index.context(), "queries", slice.vectors, count, index.dim(), index.metric(), false,
-                             begin);
+                             begin, check_later);
     slice.vectors = prepared.data;
   }
   return slice;
@@ -50,12 +51,15 @@ void ReplicatedIndex::search_batch(const Objects& queries, int64_t k, const Sear
   const Split plan = split(queries.n);
   const SearchOptions part_options = part_options_of(options);
   run_parts_or_throw(plan.slices, [&](int64_t s) {
+    const Index& replica = *parts_[(plan.first + s) % part_count()];
     const int64_t begin = plan.begin(s, queries.n);
     const int64_t count = plan.begin(s + 1, queries.n) - begin;
     Input prepared;
-    const Objects slice = query_slice(*this, queries, begin, count, options, prepared);
-    search_in(*parts_[(plan.first + s) % part_count()], slice, k, part_options, distances + begin * k,
-              ids + begin * k);
+    const Objects slice =
+        query_slice(*this, queries, begin, count, options, replica.checks_queries_while_searching(), prepared);
+    const SearchOptions slice_options =
+        prepared.unchecked ? with_row_check(part_options, slice.vectors, dim(), begin) : part_options;
+    search_in(replica, slice, k, slice_options, distances + begin * k, ids + begin * k);
   });
 }
 
@@ -68,7 +72,7 @@ RangeResult ReplicatedIndex::range_search_batch(const Objects& queries, float ra
     const int64_t begin = plan.begin(s, queries.n);
     const int64_t count = plan.begin(s + 1, queries.n) - begin;
     Input prepared;
-    const Objects slice = query_slice(*this, queries, begin, count, options, prepared);
+    const Objects slice = query_slice(*this, queries, begin, count, options, false, prepared);
     slices[s] = range_search_in(*parts_[(plan.first + s) % part_count()], slice, radius, part_options);
   });
   // The slices' results one after another.

@@ -4,6 +4,7 @@
 // runs on a CPU context (the parts are logical shards there) and, where a GPU is present, on a CUDA
 // context of three logical devices sharing it and on every visible device.
 #include <cmath>
+#include <limits>
 #include <thread>
 
 #include "metric_space_checks.h"
@@ -441,6 +442,31 @@ TEST(MultiDevice, ReplicasCheckTheirOwnSlicesOfTheQueries) {
         QV_ASSERT_OK(qv_range_result_get(hits.get(), &hit_nq, &lims, &hit_ids, &hit_distances));
         EXPECT_GT(lims[hit_nq], nq) << "too few hits to compare";
         EXPECT_TRUE(SameRangeHits(single_hits.get(), hits.get()));
+      }
+    }
+  }
+}
+
+// Inverted files, plain and replicated: the first bad query row is named whichever slice or tile
+// holds it (GPU inverted files check host queries while they search), and the index searches on.
+TEST(MultiDevice, InvertedFileSearchesNameTheFirstBadQueryRow) {
+  const int64_t n = 1500, dim = 16, nq = 50;
+  const std::vector<float> base = RandomVectors(n, dim, 62), queries = RandomVectors(nq, dim, 63);
+  for (auto& [name, ctx] : Contexts()) {
+    for (const qv_metric_t metric : {QV_METRIC_L2, QV_METRIC_INNER_PRODUCT}) {
+      for (const char* descriptor : {"IVF8,Flat", "Replicated3,IVF8,Flat", "IVF8,PQ4"}) {
+        SCOPED_TRACE(name + " " + descriptor + " " + MetricName(metric));
+        Index index = Create(ctx.get(), descriptor, dim, metric);
+        QV_ASSERT_OK(qv_index_train(index.get(), n, base.data()));
+        QV_ASSERT_OK(qv_index_add(index.get(), n, base.data(), nullptr));
+        const Results want = SearchAll(index.get(), queries, dim, 7);
+        std::vector<float> bad = queries;
+        bad[41 * dim + 3] = std::numeric_limits<float>::infinity();
+        Results out;
+        EXPECT_TRUE(FailsNaming(Search(index.get(), bad, dim, 7, nullptr, &out), QV_ERR_INVALID_ARGUMENT, "row 41"));
+        bad[12 * dim] = std::nanf("");  // the first of two
+        EXPECT_TRUE(FailsNaming(Search(index.get(), bad, dim, 7, nullptr, &out), QV_ERR_INVALID_ARGUMENT, "row 12"));
+        EXPECT_EQ(SearchAll(index.get(), queries, dim, 7).ids, want.ids);
       }
     }
   }

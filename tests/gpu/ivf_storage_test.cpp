@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "cpp/backend/gpu_ivf.h"
@@ -318,35 +320,93 @@ TEST(GpuIvfStorage, SmallTilesGiveTheSameResults) {
 }
 
 // Host queries go up a tile at a time into two buffers in turn, on the copy stream: pageable (through
-// staging) and page-locked queries give the results of the same queries on the device, over many
-// tiles.
+// staging) and page-locked queries give identical results, over many small tiles those of the same
+// queries on the device (the same tiles). With one large tile (IVF-PQ: four) of 9 001 queries, the
+// first goes up in uneven pieces, each coarse-searched as it lands: GEMMs of other shapes than the
+// device queries' (rounding may differ), so the results are checked against the CPU reference.
 TEST(GpuIvfStorage, HostQueriesUploadedTileByTileGiveTheDeviceQueriesResults) {
   QV_REQUIRE_GPU();
   gpu::ResourcesOptions small = testing::test_resources_options();
   small.tile_bytes = 64 << 10;  // many query tiles
   small.staging_bytes = 4 << 10;
   auto tiny = gpu::make_resources(small);
+  struct Run {
+    gpu::Resources& resources;
+    int64_t nq;
+  };
+  for (const Run run : {Run{*tiny, 1003}, Run{testing::shared_resources(), 9001}}) {
+    for (const StorageCase& s : kSetups) {
+      SCOPED_TRACE(::testing::Message() << "nq " << run.nq << " dim " << s.dim << " M " << s.pq_m << " ids_on_host "
+                                        << s.ids_on_host);
+      const auto data = testing::uniform_vectors(s.n, s.dim, 85);
+      const int64_t k = 9, nq = run.nq;
+      const auto queries = testing::uniform_vectors(nq, s.dim, 86);
+      const HostIvfModel model = model_for(s, data);
+      auto ivf = testing::filled_ivf(run.resources, model, data);
+      gpu::IvfSearchOptions options;
+      options.nprobe = 3;
+      const Results pageable = search(run.resources, *ivf, queries.data(), nq, k, options);
+      float* pinned = nullptr;
+      QV_ASSERT_CUDA(cudaMallocHost(&pinned, queries.size() * sizeof(float)));
+      std::copy(queries.begin(), queries.end(), pinned);
+      const Results got = search(run.resources, *ivf, pinned, nq, k, options);
+      QV_ASSERT_CUDA(cudaFreeHost(pinned));
+      EXPECT_EQ(got.ids, pageable.ids);
+      EXPECT_EQ(got.dist, pageable.dist);
+      if (&run.resources == tiny.get()) {
+        DeviceArray<float> q_dev(queries);
+        const Results want = search(run.resources, *ivf, q_dev.get(), nq, k, options);
+        EXPECT_EQ(pageable.ids, want.ids);
+        EXPECT_EQ(pageable.dist, want.dist);
+      } else {
+        const double tol = 5e-5 * double(s.dim) + 1e-4;
+        EXPECT_GE(testing::search_and_check(run.resources, *ivf, model, queries, k, options, tol), nq * 9 / 10);
+      }
+    }
+  }
+}
+
+// check_rows: called for every row once, in order, a tile at a time (also with an empty index); a
+// check that throws ends the search with its error, and the resources search on as before.
+TEST(GpuIvfStorage, HostRowsAreCheckedTileByTile) {
+  QV_REQUIRE_GPU();
+  auto tiny = testing::make_test_resources(64 << 10);  // many query tiles
   for (const StorageCase& s : kSetups) {
     SCOPED_TRACE(::testing::Message() << "dim " << s.dim << " M " << s.pq_m << " ids_on_host " << s.ids_on_host);
-    const auto data = testing::uniform_vectors(s.n, s.dim, 85);
-    const int64_t k = 9, nq = 1003;
-    const auto queries = testing::uniform_vectors(nq, s.dim, 86);
+    const auto data = testing::uniform_vectors(s.n, s.dim, 87);
+    const int64_t k = 5, nq = 777;
+    const auto queries = testing::uniform_vectors(nq, s.dim, 88);
     const HostIvfModel model = model_for(s, data);
     auto ivf = testing::filled_ivf(*tiny, model, data);
+    auto empty = gpu::make_ivf(*tiny, model.view());
     gpu::IvfSearchOptions options;
     options.nprobe = 3;
-    DeviceArray<float> q_dev(queries);
-    const Results want = search(*tiny, *ivf, q_dev.get(), nq, k, options);
-    const Results pageable = search(*tiny, *ivf, queries.data(), nq, k, options);
-    EXPECT_EQ(pageable.ids, want.ids);
-    EXPECT_EQ(pageable.dist, want.dist);
-    float* pinned = nullptr;
-    QV_ASSERT_CUDA(cudaMallocHost(&pinned, queries.size() * sizeof(float)));
-    std::copy(queries.begin(), queries.end(), pinned);
-    const Results got = search(*tiny, *ivf, pinned, nq, k, options);
-    QV_ASSERT_CUDA(cudaFreeHost(pinned));
-    EXPECT_EQ(got.ids, want.ids);
-    EXPECT_EQ(got.dist, want.dist);
+    const Results want = search(*tiny, *ivf, queries, s.dim, k, options);
+    for (const gpu::IvfDevice* index : {ivf.get(), empty.get()}) {
+      std::vector<std::pair<int64_t, int64_t>> checked;
+      options.check_rows = [&](int64_t begin, int64_t end) { checked.emplace_back(begin, end); };
+      const Results got = search(*tiny, *index, queries, s.dim, k, options);
+      ASSERT_FALSE(checked.empty());
+      EXPECT_EQ(checked.front().first, 0);
+      EXPECT_EQ(checked.back().second, nq);
+      for (size_t i = 1; i < checked.size(); ++i) EXPECT_EQ(checked[i].first, checked[i - 1].second);
+      if (index == ivf.get()) {
+        EXPECT_GT(checked.size(), size_t(1)) << "one tile: the test's budget is too large";
+        EXPECT_EQ(got.ids, want.ids);
+      }
+    }
+    options.check_rows = [](int64_t begin, int64_t end) {
+      if (begin <= 500 && 500 < end) fail(Status::invalid_argument, "queries: row 500 is bad");
+    };
+    try {
+      search(*tiny, *ivf, queries, s.dim, k, options);
+      ADD_FAILURE() << "the check's error was lost";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("row 500"), std::string::npos) << e.what();
+    }
+    options.check_rows = nullptr;
+    EXPECT_EQ(search(*tiny, *ivf, queries, s.dim, k, options).ids, want.ids);
   }
 }
 
