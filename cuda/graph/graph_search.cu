@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -1038,19 +1039,33 @@ void run_search(Resources& resources, const GraphDevice& graph, int64_t nq, cons
     a.query_entries = starts.get();
     a.query_entry_count = int(graph.layer_starts);
   }
-  PoolBuffer<float> d_dev(pool, nq * k);
-  PoolBuffer<int64_t> i_dev(pool, nq * k);
+  // The results in one buffer, ids then distances: host outputs take one copy out, not two (a
+  // round trip of about 10 us, a tenth of a batch-1 search).
+  const size_t id_bytes = size_t(nq * k) * sizeof(int64_t), distance_bytes = size_t(nq * k) * sizeof(float);
+  PoolBuffer<char> results(pool, int64_t(id_bytes + distance_bytes));
+  auto* i_dev = reinterpret_cast<int64_t*>(results.get());
+  auto* d_dev = reinterpret_cast<float*>(results.get() + id_bytes);
   a.queries = q_dev.get();
   a.nq = nq;
   a.k = int(k);
   a.filter = options.filter.bits != nullptr ? filter.get() : nullptr;
   a.filter_bits = options.filter.bits != nullptr ? options.filter.nbits : 0;
-  a.distances = d_dev.get();
-  a.ids = i_dev.get();
+  a.distances = d_dev;
+  a.ids = i_dev;
   launch_walk(resources, walk, options, a);
-  if (distances != nullptr)
-    copy_from_device(resources.staging(), device, distances, d_dev.get(), size_t(nq * k) * sizeof(float), stream);
-  copy_from_device(resources.staging(), device, ids, i_dev.get(), size_t(nq * k) * sizeof(int64_t), stream);
+  auto on_host = [device](const void* p) {
+    const MemoryKind kind = memory_kind(p, device);
+    return kind == MemoryKind::host_pageable || kind == MemoryKind::host_pinned;
+  };
+  if (on_host(ids) && (distances == nullptr || on_host(distances))) {
+    std::vector<char> host(id_bytes + distance_bytes);
+    copy_from_device(resources.staging(), device, host.data(), results.get(), host.size(), stream);
+    std::memcpy(ids, host.data(), id_bytes);
+    if (distances != nullptr) std::memcpy(distances, host.data() + id_bytes, distance_bytes);
+  } else {
+    if (distances != nullptr) copy_from_device(resources.staging(), device, distances, d_dev, distance_bytes, stream);
+    copy_from_device(resources.staging(), device, ids, i_dev, id_bytes, stream);
+  }
   session.finish();
 }
 

@@ -121,6 +121,40 @@ TEST(GpuGraphSearch, WideQueueIsExactOnConnectedGraphs) {
   }
 }
 
+// The results reach every kind of output alike: pageable and page-locked host memory (one copy of
+// ids and distances together), device memory, and ids alone (no distances).
+TEST(GpuGraphSearch, EveryKindOfOutputGetsTheSameResults) {
+  QV_REQUIRE_GPU();
+  const int64_t n = 301, dim = 20, degree = 9, k = 7;
+  const auto x = integer_vectors(n, dim, 5, 3), q = integer_vectors(sized(29, 5), dim, 6, 3);
+  const int64_t nq = int64_t(q.size()) / dim;
+  const auto adjacency = knn_graph(true, x, dim, degree);
+  gpu::GraphDevicePtr graph = gpu::make_graph(shared_resources(), dim, Metric::l2);
+  const int32_t entry = 0;
+  gpu::graph_upload(shared_resources(), *graph, n, x.data(), degree, adjacency.data(), nullptr, &entry, 1);
+  gpu::GraphSearchOptions options;
+  options.search_width = 64;
+  const Neighbours want = search(*graph, q, dim, k, options);
+  const size_t count = size_t(nq * k);
+  std::vector<int64_t> ids_only(count);
+  gpu::graph_search(shared_resources(), *graph, nq, q.data(), k, options, nullptr, ids_only.data());
+  EXPECT_EQ(ids_only, want.ids);
+  float* pinned_d = nullptr;
+  int64_t* pinned_i = nullptr;
+  QV_ASSERT_CUDA(cudaMallocHost(&pinned_d, count * sizeof(float)));
+  QV_ASSERT_CUDA(cudaMallocHost(&pinned_i, count * sizeof(int64_t)));
+  gpu::graph_search(shared_resources(), *graph, nq, q.data(), k, options, pinned_d, pinned_i);
+  EXPECT_EQ(std::vector<int64_t>(pinned_i, pinned_i + count), want.ids);
+  EXPECT_EQ(std::vector<float>(pinned_d, pinned_d + count), want.distances);
+  QV_ASSERT_CUDA(cudaFreeHost(pinned_d));
+  QV_ASSERT_CUDA(cudaFreeHost(pinned_i));
+  DeviceArray<float> device_d(count);
+  DeviceArray<int64_t> device_i(count);
+  gpu::graph_search(shared_resources(), *graph, nq, q.data(), k, options, device_d.get(), device_i.get());
+  EXPECT_EQ(device_i.to_host(), want.ids);
+  EXPECT_EQ(device_d.to_host(), want.distances);
+}
+
 // Recall of narrow queues over uniform data, float32 and half-precision walks, crews and the visited
 // filters; `scale` 1e5 puts the values beyond float16's range, so the half walk reads bfloat16.
 // Distances are always exact.
