@@ -188,8 +188,10 @@ QV_API qv_status_t qv_context_options_init(qv_context_options_t *options);
 QV_API qv_status_t qv_context_create(const qv_context_options_t *options, qv_context_t **out);
 
 /* Releases the caller's reference to a context. Indexes created from it keep it alive: its threads
- * and device resources go when the last of them is freed. No call may be running on the context
- * itself (qv_index_create, qv_knn, ...) at the same time. NULL is a no-op. */
+ * and device resources go when the last of them is freed. (The threads that run the parts of a
+ * multi-device index at once belong to the process: kept idle between calls, at most 64.) No call
+ * may be running on the context itself (qv_index_create, qv_knn, ...) at the same time. NULL is a
+ * no-op. */
 QV_API void qv_context_free(qv_context_t *context);
 
 /* The device a context resolved to (AUTO becomes CPU or CUDA) and its CUDA ordinal (-1 on the CPU).
