@@ -1,5 +1,7 @@
 #include "cpp/multi/run_parts.h"
 
+#include <pthread.h>
+
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -24,7 +26,17 @@ struct PartThread {
 class PartThreads {
  public:
   static PartThreads& instance() {
-    static PartThreads* threads = new PartThreads;
+    static PartThreads* const threads = [] {
+      made_ = new PartThreads;
+      // A child made by fork() has none of its parent's threads: it forgets the idle ones (and makes
+      // its own), the list held still across the fork.
+      pthread_atfork([] { made_->mutex_.lock(); }, [] { made_->mutex_.unlock(); },
+                     [] {
+                       made_->idle_.clear();
+                       made_->mutex_.unlock();
+                     });
+      return made_;
+    }();
     return *threads;
   }
 
@@ -70,9 +82,12 @@ class PartThreads {
     delete thread;
   }
 
+  static PartThreads* made_;  // the instance, for the fork handlers
   std::mutex mutex_;
   std::vector<PartThread*> idle_;
 };
+
+PartThreads* PartThreads::made_ = nullptr;
 
 // Counts the parts still running; the caller waits for zero.
 class Latch {

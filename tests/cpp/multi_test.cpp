@@ -2,8 +2,15 @@
 // shards' results are merged, and that parts really hold their shares.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <numeric>
 #include <random>
+#include <set>
+#include <stdexcept>
+#include <thread>
 
 #include "cpp/core/error.h"
 #include "cpp/index/factory.h"
@@ -11,6 +18,7 @@
 #include "cpp/multi/merge_results.h"
 #include "cpp/multi/multi_spec.h"
 #include "cpp/multi/routed_index.h"
+#include "cpp/multi/run_parts.h"
 #include "cpp/multi/sharded_index.h"
 
 namespace quiver {
@@ -33,6 +41,47 @@ std::vector<int64_t> Finals(const std::vector<int64_t>& counts, const std::vecto
   std::vector<int64_t> out(counts.size());
   for (size_t p = 0; p < counts.size(); ++p) out[p] = counts[p] + shares[p];
   return out;
+}
+
+// Every part runs at once, each on its own thread (the caller's the first); each part's exception
+// comes back in its place; threads are kept for the next call.
+TEST(RunParts, PartsRunAtOnceAndKeepTheirErrors) {
+  const int64_t parts = 5;
+  for (int call = 0; call < 3; ++call) {
+    std::atomic<int64_t> arrived{0};
+    std::vector<std::thread::id> threads(parts);
+    const std::vector<std::exception_ptr> errors = run_parts(parts, [&](int64_t p) {
+      threads[p] = std::this_thread::get_id();
+      ++arrived;
+      while (arrived.load() < parts) std::this_thread::yield();  // returns only if all run at once
+      if (p % 2 == 1) throw std::runtime_error("part " + std::to_string(p));
+    });
+    EXPECT_EQ(threads[0], std::this_thread::get_id());
+    EXPECT_EQ(std::set<std::thread::id>(threads.begin(), threads.end()).size(), size_t(parts));
+    for (int64_t p = 0; p < parts; ++p) EXPECT_EQ(errors[p] != nullptr, p % 2 == 1) << "part " << p;
+  }
+  EXPECT_THROW(run_parts_or_throw(3, [](int64_t p) {
+                 if (p == 2) throw Error(Status::invalid_argument, "two");
+               }),
+               Error);
+  EXPECT_TRUE(run_parts(0, [](int64_t) { FAIL(); }).empty());
+}
+
+// A child made by fork() after parts have run (their threads idle in the parent) runs parts of its
+// own: it does not wait on the parent's threads, which it does not have.
+TEST(RunParts, AForkedChildRunsItsOwnParts) {
+  run_parts(4, [](int64_t) {});
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(20);  // a child waiting on threads it does not have ends here
+    std::atomic<int64_t> ran{0};
+    run_parts(4, [&](int64_t) { ++ran; });
+    _exit(ran.load() == 4 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
 }
 
 TEST(BalancedShares, EvensOutCountsAndSkipsFullShards) {
