@@ -116,11 +116,8 @@ void Index::search(int64_t nq, const float* queries, int64_t k, const SearchOpti
   }
   const Input input = prepare_input(context_, "queries", queries, nq, dim_, metric_, reads_device_memory(), 0,
                                     checks_queries_while_searching());
-  if (input.unchecked) {
-    do_search(nq, input.data, k, with_row_check(options, input.data, dim_, 0), distances, ids);
-  } else {
-    do_search(nq, input.data, k, options, distances, ids);
-  }
+  do_search(nq, input.data, k, input.unchecked ? with_row_check(options, input.data, dim_, 0) : options, distances,
+            ids);
 }
 
 RangeResult Index::range_search(int64_t nq, const float* queries, float radius,

@@ -27,15 +27,14 @@ class PartThreads {
  public:
   static PartThreads& instance() {
     static PartThreads* const threads = [] {
-      made_ = new PartThreads;
       // A child made by fork() has none of its parent's threads: it forgets the idle ones (and makes
-      // its own), the list held still across the fork.
-      pthread_atfork([] { made_->mutex_.lock(); }, [] { made_->mutex_.unlock(); },
+      // its own), the list held still across the fork. (The handlers run after this initialisation.)
+      pthread_atfork([] { instance().mutex_.lock(); }, [] { instance().mutex_.unlock(); },
                      [] {
-                       made_->idle_.clear();
-                       made_->mutex_.unlock();
+                       instance().idle_.clear();
+                       instance().mutex_.unlock();
                      });
-      return made_;
+      return new PartThreads;
     }();
     return *threads;
   }
@@ -82,12 +81,9 @@ class PartThreads {
     delete thread;
   }
 
-  static PartThreads* made_;  // the instance, for the fork handlers
   std::mutex mutex_;
   std::vector<PartThread*> idle_;
 };
-
-PartThreads* PartThreads::made_ = nullptr;
 
 // Counts the parts still running; the caller waits for zero.
 class Latch {
