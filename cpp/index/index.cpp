@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cpp/backend/gpu.h"
 #include "cpp/core/error.h"
 #include "cpp/core/input.h"
 #include "cpp/distance/vectors.h"
@@ -18,6 +19,39 @@ SearchOptions with_unprepared_queries(const SearchOptions& options) {
   SearchOptions unprepared = options;
   unprepared.prepare_query_slices = true;
   return unprepared;
+}
+
+// A caller's ids (n of them) readable on the host: ids itself, or a host copy where ids is device
+// memory (inputs may be device memory on a CUDA context, DESIGN.md).
+const int64_t* host_ids(const Context& context, const char* what, const int64_t* ids, int64_t n,
+                        std::vector<int64_t>& copy) {
+  if (n == 0 || !gpu::is_device_pointer(ids)) return ids;
+  if (context.device() != DeviceKind::cuda)
+    fail(Status::invalid_argument, what, " is GPU memory, but the context runs on the CPU");
+  copy.resize(static_cast<size_t>(n));
+  gpu::copy_memory(context.gpu(), copy.data(), ids, n * static_cast<int64_t>(sizeof(int64_t)));
+  return copy.data();
+}
+
+// Runs search(distances, ids) for nq x k results. Outputs in device memory that the kind does not
+// write itself (Index::writes_device_outputs) are searched into host buffers and copied there.
+template <class Search>
+void into_outputs(const Context& context, bool writes_device, int64_t size, float* distances, int64_t* ids,
+                  Search&& search) {
+  const bool device_distances = !writes_device && gpu::is_device_pointer(distances);
+  const bool device_ids = !writes_device && gpu::is_device_pointer(ids);
+  if (!device_distances && !device_ids) {
+    search(distances, ids);
+    return;
+  }
+  if (context.device() != DeviceKind::cuda)
+    fail(Status::invalid_argument, "the outputs are GPU memory, but the context runs on the CPU");
+  std::vector<float> host_distances(device_distances ? static_cast<size_t>(size) : 0);
+  std::vector<int64_t> host_ids(device_ids ? static_cast<size_t>(size) : 0);
+  search(device_distances ? host_distances.data() : distances, device_ids ? host_ids.data() : ids);
+  if (device_distances)
+    gpu::copy_memory(context.gpu(), distances, host_distances.data(), size * static_cast<int64_t>(sizeof(float)));
+  if (device_ids) gpu::copy_memory(context.gpu(), ids, host_ids.data(), size * static_cast<int64_t>(sizeof(int64_t)));
 }
 
 }  // namespace
@@ -102,7 +136,9 @@ void Index::add(int64_t n, const float* x, const int64_t* ids) {
   if (!is_trained()) fail(Status::not_trained, "the index (", descriptor_, ") must be trained before add");
   if (n == 0) return;
   const Input input = prepare_input(context_, "x", x, n, dim_, metric_, reads_device_memory());
-  with_progress("add", [&] { do_add(n, input.data, ids); });
+  std::vector<int64_t> ids_copy;
+  const int64_t* new_ids = host_ids(context_, "ids", ids, n, ids_copy);
+  with_progress("add", [&] { do_add(n, input.data, new_ids); });
 }
 
 void Index::search(int64_t nq, const float* queries, int64_t k, const SearchOptions& options,
@@ -110,14 +146,16 @@ void Index::search(int64_t nq, const float* queries, int64_t k, const SearchOpti
   require_vectors("search");
   check_search(nq, k, options);
   if (nq == 0) return;
-  if (prepares_query_slices()) {
-    do_search(nq, queries, k, with_unprepared_queries(options), distances, ids);
-    return;
-  }
-  const Input input = prepare_input(context_, "queries", queries, nq, dim_, metric_, reads_device_memory(), 0,
-                                    checks_queries_while_searching());
-  do_search(nq, input.data, k, input.unchecked ? with_row_check(options, input.data, dim_, 0) : options, distances,
-            ids);
+  into_outputs(context_, writes_device_outputs(), nq * k, distances, ids, [&](float* out_distances, int64_t* out_ids) {
+    if (prepares_query_slices()) {
+      do_search(nq, queries, k, with_unprepared_queries(options), out_distances, out_ids);
+      return;
+    }
+    const Input input = prepare_input(context_, "queries", queries, nq, dim_, metric_, reads_device_memory(), 0,
+                                      checks_queries_while_searching());
+    do_search(nq, input.data, k, input.unchecked ? with_row_check(options, input.data, dim_, 0) : options,
+              out_distances, out_ids);
+  });
 }
 
 RangeResult Index::range_search(int64_t nq, const float* queries, float radius,
@@ -140,14 +178,17 @@ RangeResult Index::range_search(int64_t nq, const float* queries, float radius,
 int64_t Index::remove(int64_t n, const int64_t* ids) {
   check_count("n", n);
   if (n == 0) return 0;
-  return do_remove(n, ids);
+  std::vector<int64_t> ids_copy;
+  return do_remove(n, host_ids(context_, "ids", ids, n, ids_copy));
 }
 
 void Index::add_strings(const Strings& x, const int64_t* ids) {
   require_strings("add strings");
   check_strings("strings", x);
   if (x.n == 0) return;
-  with_progress("add", [&] { do_add_strings(x, ids); });
+  std::vector<int64_t> ids_copy;
+  const int64_t* new_ids = host_ids(context_, "ids", ids, x.n, ids_copy);
+  with_progress("add", [&] { do_add_strings(x, new_ids); });
 }
 
 void Index::search_strings(const Strings& queries, int64_t k, const SearchOptions& options, float* distances,
@@ -156,7 +197,10 @@ void Index::search_strings(const Strings& queries, int64_t k, const SearchOption
   check_search(queries.n, k, options);
   check_strings("queries", queries);
   if (queries.n == 0) return;
-  do_search_strings(queries, k, options, distances, ids);
+  into_outputs(context_, writes_device_outputs(), queries.n * k, distances, ids,
+               [&](float* out_distances, int64_t* out_ids) {
+                 do_search_strings(queries, k, options, out_distances, out_ids);
+               });
 }
 
 RangeResult Index::range_search_strings(const Strings& queries, float radius, const SearchOptions& options) const {

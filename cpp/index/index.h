@@ -123,6 +123,10 @@ class Index {
   // Whether search writes outputs in its GPU's memory there, with no host round trip (a sharded
   // index then merges its parts' results on a GPU).
   virtual bool writes_device_results() const { return false; }
+  // Whether do_search and do_search_strings write outputs that are device memory themselves; for
+  // other kinds Index::search hands them host buffers and copies the results to the caller's device
+  // memory.
+  virtual bool writes_device_outputs() const { return false; }
   // Whether do_search and do_range_search check the caller's queries (and normalise them for cosine)
   // themselves, a slice at a time where each slice is searched, when
   // SearchOptions::prepare_query_slices says so: a replicated index checks each replica's slice on

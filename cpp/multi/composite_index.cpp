@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "cpp/backend/gpu.h"
 #include "cpp/core/error.h"
 #include "cpp/index/factory.h"
 #include "cpp/index/id_map.h"
@@ -148,18 +147,7 @@ void CompositeIndex::search_objects(const Objects& queries, int64_t k, const Sea
   // A composite reports no rows done: its parts' reports count rows of their own slices.
   SearchOptions options = caller_options;
   options.rows_done = nullptr;
-  // Results for the caller's device memory are gathered on the host first.
-  const bool device_out = gpu::is_device_pointer(distances) || gpu::is_device_pointer(ids);
-  if (!device_out) {
-    search_batch(queries, k, options, distances, ids);
-    return;
-  }
-  const int64_t size = queries.n * k;
-  std::vector<float> host_distances(static_cast<size_t>(size));
-  std::vector<int64_t> host_ids(static_cast<size_t>(size));
-  search_batch(queries, k, options, host_distances.data(), host_ids.data());
-  gpu::copy_memory(context().gpu(), distances, host_distances.data(), size * int64_t(sizeof(float)));
-  gpu::copy_memory(context().gpu(), ids, host_ids.data(), size * int64_t(sizeof(int64_t)));
+  search_batch(queries, k, options, distances, ids);
 }
 
 void CompositeIndex::do_search(int64_t nq, const float* queries, int64_t k, const SearchOptions& options,
