@@ -1,6 +1,7 @@
 #include "cuda/graph/layer_scan.h"
 
 #include <cfloat>
+#include <cstdint>
 
 #include "cpp/core/error.h"
 #include "cuda/core/error.h"
@@ -41,41 +42,108 @@ struct Best {
   }
 };
 
-// Block (x, q): layer rows [x * kRowsPerBlock, +kRowsPerBlock) against query q, a warp a row at a
-// time (lanes over the dimensions); the block's `starts` best go to part[q][x].
+// The `starts` best of entries [0, count) of (keys, rows), merged by one warp: each lane keeps the best
+// of every 32nd entry, then `starts` rounds take the warp's smallest head. Every lane returns the same
+// list. Rows are unique (-1 marks an empty entry), so exactly one lane owns each real winner.
+__device__ Best warp_best(const float* keys, const int32_t* rows, int64_t count, int starts) {
+  const int lane = threadIdx.x % kWarp;
+  constexpr int kLoads = 4;  // loads in flight a lane, ahead of the insertions that use them
+  Best mine;
+  mine.clear();
+  for (int64_t first = lane; first < count; first += kLoads * kWarp) {
+    float k[kLoads];
+    int32_t r[kLoads];
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int64_t at = first + i * kWarp;
+      k[i] = at < count ? keys[at] : FLT_MAX;
+      r[i] = at < count ? rows[at] : -1;
+    }
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) mine.offer(k[i], r[i], starts);
+  }
+  Best out;
+  out.clear();
+  int taken = 0;
+  for (int j = 0; j < starts; ++j) {
+    const float head_key = taken < starts ? mine.key[taken] : FLT_MAX;
+    const int32_t head_row = taken < starts ? mine.row[taken] : -1;
+    float key = head_key;
+    int32_t row = head_row;
+    for (int m = kWarp / 2; m > 0; m /= 2) {
+      const float other_key = __shfl_xor_sync(0xffffffffu, key, m);
+      const int32_t other_row = __shfl_xor_sync(0xffffffffu, row, m);
+      if (Best::before(other_key, other_row, key, row)) {
+        key = other_key;
+        row = other_row;
+      }
+    }
+    out.key[j] = key;
+    out.row[j] = row;
+    if (row >= 0 && head_row == row) ++taken;
+  }
+  return out;
+}
+
+// Block (x, q): layer rows [x * kRowsPerBlock, +kRowsPerBlock) against query q, each warp its
+// kRowsPerWarp rows at once (lanes over the dimensions, every row's loads in flight together); the
+// block's `starts` best go to part[q][x].
+template <bool kVec4>
 __global__ void scan_rows_kernel(const float* vectors, int64_t rows, int dim, bool inner_product,
                                  const float* queries, int starts, float* part_keys, int32_t* part_rows) {
-  __shared__ float keys[kWarps][kMaxLayerScanStarts];
-  __shared__ int32_t found[kWarps][kMaxLayerScanStarts];
+  __shared__ float keys[kWarps * kMaxLayerScanStarts];
+  __shared__ int32_t found[kWarps * kMaxLayerScanStarts];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int64_t q = blockIdx.y;
   const float* query = queries + q * dim;
+  const int64_t first = int64_t(blockIdx.x) * kRowsPerBlock + warp * kRowsPerWarp;
+  const int here = int(min(int64_t(kRowsPerWarp), max(int64_t(0), rows - first)));
+  const float* v = vectors + first * dim;
+  float s[kRowsPerWarp] = {};
+  auto step = [&](float x, float y, float acc) { return inner_product ? fmaf(x, y, acc) : fmaf(x - y, x - y, acc); };
+  if constexpr (kVec4) {
+    const float4* query4 = reinterpret_cast<const float4*>(query);
+    const float4* v4 = reinterpret_cast<const float4*>(v);
+    const int dim4 = dim / 4;
+#pragma unroll 2
+    for (int d = lane; d < dim4; d += kWarp) {
+      const float4 x = query4[d];
+#pragma unroll
+      for (int i = 0; i < kRowsPerWarp; ++i) {
+        if (i >= here) break;
+        const float4 y = __ldg(v4 + int64_t(i) * dim4 + d);
+        s[i] = step(x.w, y.w, step(x.z, y.z, step(x.y, y.y, step(x.x, y.x, s[i]))));
+      }
+    }
+  } else {
+#pragma unroll 4
+    for (int d = lane; d < dim; d += kWarp) {
+      const float x = query[d];
+#pragma unroll
+      for (int i = 0; i < kRowsPerWarp; ++i) {
+        if (i >= here) break;
+        s[i] = step(x, __ldg(v + int64_t(i) * dim + d), s[i]);
+      }
+    }
+  }
   Best best;
   best.clear();
+#pragma unroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
-    const int64_t r = int64_t(blockIdx.x) * kRowsPerBlock + warp * kRowsPerWarp + i;
-    if (r >= rows) break;
-    const float* v = vectors + r * dim;
-    float s = 0;
-    for (int d = lane; d < dim; d += kWarp) {
-      const float x = query[d], y = v[d];
-      s = inner_product ? fmaf(x, y, s) : fmaf(x - y, x - y, s);
-    }
-    for (int m = kWarp / 2; m > 0; m /= 2) s += __shfl_xor_sync(0xffffffffu, s, m);
-    best.offer(inner_product ? -s : s, int32_t(r), starts);
+    float sum = s[i];
+    for (int m = kWarp / 2; m > 0; m /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, m);
+    if (i < here) best.offer(inner_product ? -sum : sum, int32_t(first + i), starts);
   }
   if (lane == 0) {
     for (int j = 0; j < starts; ++j) {
-      keys[warp][j] = best.key[j];
-      found[warp][j] = best.row[j];
+      keys[warp * starts + j] = best.key[j];
+      found[warp * starts + j] = best.row[j];
     }
   }
   __syncthreads();
-  if (threadIdx.x != 0) return;
-  Best block;
-  block.clear();
-  for (int w = 0; w < kWarps; ++w)
-    for (int j = 0; j < starts; ++j) block.offer(keys[w][j], found[w][j], starts);
+  if (warp != 0) return;
+  const Best block = warp_best(keys, found, kWarps * starts, starts);
+  if (lane != 0) return;
   const int64_t at = (q * gridDim.x + blockIdx.x) * starts;
   for (int j = 0; j < starts; ++j) {
     part_keys[at + j] = block.key[j];
@@ -83,20 +151,20 @@ __global__ void scan_rows_kernel(const float* vectors, int64_t rows, int dim, bo
   }
 }
 
-// Thread q: the best `starts` of query q's parts, as rows of the graph (ids; -1 where the layer has
+// Warp q: the best `starts` of query q's parts, as rows of the graph (ids; -1 where the layer has
 // fewer rows).
 __global__ void merge_parts_kernel(const float* part_keys, const int32_t* part_rows, int parts, int starts,
                                    const int64_t* ids, int64_t nq, int64_t* out) {
-  const int64_t q = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t q = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
   if (q >= nq) return;
-  Best best;
-  best.clear();
   const int64_t first = q * parts * starts;
-  for (int64_t i = first; i < first + int64_t(parts) * starts; ++i) best.offer(part_keys[i], part_rows[i], starts);
-  for (int j = 0; j < starts; ++j) {
-    const int32_t r = best.row[j];
-    out[q * starts + j] = r < 0 ? -1 : ids != nullptr ? ids[r] : r;
-  }
+  const Best best = warp_best(part_keys + first, part_rows + first, int64_t(parts) * starts, starts);
+  const int lane = threadIdx.x % kWarp;
+  if (lane >= starts) return;
+  int32_t r = -1;
+  for (int j = 0; j < starts; ++j)
+    if (j == lane) r = best.row[j];
+  out[q * starts + lane] = r < 0 ? -1 : ids != nullptr ? ids[r] : r;
 }
 
 }  // namespace
@@ -112,12 +180,20 @@ void scan_layer(const GraphDevice& layer, int64_t starts, int64_t nq, const floa
   PoolBuffer<float> part_keys(pool, nq * parts * starts);
   PoolBuffer<int32_t> part_rows(pool, nq * parts * starts);
   const bool inner_product = layer.metric == Metric::inner_product;
-  scan_rows_kernel<<<dim3(unsigned(parts), unsigned(nq)), kWarps * kWarp, 0, stream>>>(
-      layer.vectors.get(), layer.rows, int(layer.dim), inner_product, queries, int(starts), part_keys.get(),
-      part_rows.get());
+  const dim3 grid{unsigned(parts), unsigned(nq)};
+  const bool vec4 = layer.dim % 4 == 0 && reinterpret_cast<uintptr_t>(queries) % 16 == 0 &&
+                    reinterpret_cast<uintptr_t>(layer.vectors.get()) % 16 == 0;
+  if (vec4)
+    scan_rows_kernel<true><<<grid, kWarps * kWarp, 0, stream>>>(layer.vectors.get(), layer.rows, int(layer.dim),
+                                                                inner_product, queries, int(starts),
+                                                                part_keys.get(), part_rows.get());
+  else
+    scan_rows_kernel<false><<<grid, kWarps * kWarp, 0, stream>>>(layer.vectors.get(), layer.rows, int(layer.dim),
+                                                                 inner_product, queries, int(starts),
+                                                                 part_keys.get(), part_rows.get());
   QV_LAUNCH_CHECK("scan_rows_kernel");
-  constexpr int kMergeThreads = 128;
-  merge_parts_kernel<<<unsigned((nq + kMergeThreads - 1) / kMergeThreads), kMergeThreads, 0, stream>>>(
+  constexpr int kMergeThreads = 128;  // 4 queries a block, a warp each
+  merge_parts_kernel<<<unsigned((nq * kWarp + kMergeThreads - 1) / kMergeThreads), kMergeThreads, 0, stream>>>(
       part_keys.get(), part_rows.get(), parts, int(starts), layer.ids.size() > 0 ? layer.ids.get() : nullptr, nq,
       out);
   QV_LAUNCH_CHECK("merge_parts_kernel");
