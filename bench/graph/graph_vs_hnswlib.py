@@ -181,6 +181,14 @@ class Quiver:
 
     def search(self, queries, k, width=0, nprobe=0, mode=0):
         """mode: qv_compute_mode_t (0 float32, 1 TF32, 2 float16, 3 bfloat16)."""
+        dist = np.empty((len(queries), k), np.float32)
+        ids = np.empty((len(queries), k), np.int64)
+        self.search_raw(len(queries), queries.ctypes.data, k, dist.ctypes.data, ids.ctypes.data, width, nprobe,
+                        mode)
+        return ids
+
+    def search_raw(self, nq, queries, k, distances, ids, width=0, nprobe=0, mode=0):
+        """search() on addresses (host, page-locked or device memory) of nq queries and their results."""
         params = SearchParams()
         self.check(self.lib.qv_search_params_init_sized(ctypes.byref(params), ctypes.sizeof(params)),
                    "qv_search_params_init_sized")
@@ -188,13 +196,9 @@ class Quiver:
         params.compute_mode = mode
         if nprobe:
             params.nprobe = nprobe
-        dist = np.empty((len(queries), k), np.float32)
-        ids = np.empty((len(queries), k), np.int64)
-        self.check(self.lib.qv_index_search(self.index, ctypes.c_int64(len(queries)),
-                                            queries.ctypes.data_as(ctypes.c_void_p), ctypes.c_uint32(k),
-                                            ctypes.byref(params), dist.ctypes.data_as(ctypes.c_void_p),
-                                            ids.ctypes.data_as(ctypes.c_void_p)), "qv_index_search")
-        return ids
+        self.check(self.lib.qv_index_search(self.index, ctypes.c_int64(nq), ctypes.c_void_p(queries),
+                                            ctypes.c_uint32(k), ctypes.byref(params), ctypes.c_void_p(distances),
+                                            ctypes.c_void_p(ids)), "qv_index_search")
 
 
 # ---- timing --------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ hnswlib runs when it is importable (M=16, efConstruction 200, built with every c
 one thread on the first --hnsw-nq queries); otherwise its rows are left out and said to be.
 """
 import argparse
+import ctypes
 import json
 import os
 import statistics
@@ -33,6 +34,77 @@ TARGETS = (0.95, 0.99)
 MODES = {"fp32": 0, "tf32": 1, "fp16": 2, "bf16": 3}  # qv_compute_mode_t
 
 
+class CudaRuntime:
+    """The CUDA runtime through ctypes, for --io pinned / device and the queries' upload time."""
+
+    def __init__(self):
+        self.rt = None
+        for name in ("libcudart.so", "libcudart.so.13", "libcudart.so.12", "/usr/local/cuda/lib64/libcudart.so"):
+            try:
+                self.rt = ctypes.CDLL(name)
+                break
+            except OSError:
+                continue
+
+    def check(self, rc, what):
+        if rc != 0:
+            raise RuntimeError(f"{what}: CUDA error {rc}")
+
+    def host_array(self, shape, dtype):
+        """A numpy array in page-locked memory (never freed: the script's life)."""
+        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        p = ctypes.c_void_p()
+        self.check(self.rt.cudaHostAlloc(ctypes.byref(p), ctypes.c_size_t(nbytes), 0), "cudaHostAlloc")
+        return np.frombuffer((ctypes.c_char * nbytes).from_address(p.value), dtype).reshape(shape)
+
+    def device(self, nbytes):
+        p = ctypes.c_void_p()
+        self.check(self.rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(nbytes)), "cudaMalloc")
+        return p.value
+
+    def copy(self, dst, src, nbytes):
+        self.check(self.rt.cudaMemcpy(ctypes.c_void_p(dst), ctypes.c_void_p(src), ctypes.c_size_t(nbytes), 4),
+                   "cudaMemcpy")  # cudaMemcpyDefault
+
+
+class QueryIO:
+    """Where a search's queries and results live: host (pageable numpy), pinned (page-locked host) or
+    device memory. search(index, first, count, ...) answers queries [first, first + count); ids()
+    the last call's ids in host memory, fetched outside any timing."""
+
+    def __init__(self, kind, queries, k, cuda):
+        self.kind, self.k, self.cuda = kind, k, cuda
+        nq, d = queries.shape
+        self.row = d * 4
+        if kind == "host":
+            self.q = queries
+            self.dist, self.found = np.empty((nq, k), np.float32), np.empty((nq, k), np.int64)
+            self.q_ptr, self.d_ptr, self.i_ptr = self.q.ctypes.data, self.dist.ctypes.data, self.found.ctypes.data
+        elif kind == "pinned":
+            self.q = cuda.host_array(queries.shape, np.float32)
+            self.q[:] = queries
+            self.dist, self.found = cuda.host_array((nq, k), np.float32), cuda.host_array((nq, k), np.int64)
+            self.q_ptr, self.d_ptr, self.i_ptr = self.q.ctypes.data, self.dist.ctypes.data, self.found.ctypes.data
+        else:
+            self.q_ptr = cuda.device(queries.nbytes)
+            cuda.copy(self.q_ptr, np.ascontiguousarray(queries).ctypes.data, queries.nbytes)
+            self.d_ptr, self.i_ptr = cuda.device(nq * k * 4), cuda.device(nq * k * 8)
+            self.found = np.empty((nq, k), np.int64)
+        self.count = nq
+
+    def search(self, index, first, count, **kw):
+        self.count = count
+        index.search_raw(count, self.q_ptr + first * self.row, self.k, self.d_ptr + first * self.k * 4,
+                         self.i_ptr + first * self.k * 8, **kw)
+
+    def ids(self, first=0):
+        if self.kind == "device":
+            out = np.empty((self.count, self.k), np.int64)
+            self.cuda.copy(out.ctypes.data, self.i_ptr + first * self.k * 8, out.nbytes)
+            return out
+        return np.array(self.found[first:first + self.count])
+
+
 def median_seconds(fn, repeats):
     fn()  # warm-up
     times = []
@@ -43,11 +115,12 @@ def median_seconds(fn, repeats):
     return statistics.median(times)
 
 
-def sweep(label, search, points, gt, nq, repeats, params):
+def sweep(label, search, ids, points, gt, nq, repeats, params):
+    """search(v) answers every query; ids() gives the last answer's ids, read back untimed."""
     rows = []
     for v in points:
-        ids = search(v)
-        recall = common.recall_at(ids, gt)
+        search(v)
+        recall = common.recall_at(ids(), gt)
         s = median_seconds(lambda: search(v), repeats)
         rows.append(dict(label=label, params=params(v), recall10=recall, search_s=s, qps=nq / s))
         print(f"  {label:14s} {str(params(v)):28s} recall@10 {recall:.4f}  QPS {nq / s:12.0f}  "
@@ -79,6 +152,8 @@ def main():
     p.add_argument("--latency-queries", type=int, default=300)
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--nq", type=int, default=0, help="use the first NQ queries (default all)")
+    p.add_argument("--io", choices=("host", "pinned", "device"), default="host",
+                   help="where queries and results live: pageable host (numpy), page-locked host or device memory")
     p.add_argument("--cpu", action="store_true", help="quiver on a CPU context (a smoke test of the script)")
     p.add_argument("--json", default="", help="output (default bench/graph/out/song-<data set>.json)")
     args = p.parse_args()
@@ -89,13 +164,25 @@ def main():
     threads = os.cpu_count()
     print(f"data: {dataset} n={len(base)} d={base.shape[1]} nq={nq}", flush=True)
     rows = []
+    queries = np.ascontiguousarray(queries, np.float32)
+    cuda = CudaRuntime()
+    if args.io != "host" and (cuda.rt is None or args.cpu):
+        sys.exit(f"--io {args.io} needs a CUDA context and libcudart.so")
+    if cuda.rt is not None and not args.cpu:
+        # The floor under every host-to-host row: the pageable queries' copy to the device alone.
+        dev = cuda.device(queries.nbytes)
+        upload = median_seconds(lambda: cuda.copy(dev, queries.ctypes.data, queries.nbytes), args.repeats)
+        print(f"the queries' copy alone, pageable host -> device (cudaMemcpy, {queries.nbytes / 2**20:.1f} MiB): "
+              f"{upload * 1e3:.3f} ms", flush=True)
+    io = QueryIO(args.io, queries, args.k, cuda)
+    print(f"queries and results in {args.io} memory", flush=True)
 
     device = common.QV_DEVICE_CPU if args.cpu else common.QV_DEVICE_CUDA
     graph = common.Quiver(args.lib, threads, device)
     b = graph.build(args.graph, base)
     print(f"build: {args.graph} {b:.2f} s", flush=True)
     for mode in args.graph_modes.split(","):
-        rows += sweep(f"{args.graph}-{mode}", lambda w: graph.search(queries, args.k, width=w, mode=MODES[mode]),
+        rows += sweep(f"{args.graph}-{mode}", lambda w: io.search(graph, 0, nq, width=w, mode=MODES[mode]), io.ids,
                       ints(args.width), gt, nq, args.repeats, lambda w: {"search_width": w})
 
     floats = len(base) * base.shape[1] * 4
@@ -108,8 +195,8 @@ def main():
         device_bytes = hashed.info().device_bytes
         print(f"build: {descriptor} {b:.2f} s; device bytes {device_bytes / 2**20:.1f} MiB "
               f"({device_bytes / floats:.2f} of the float vectors)", flush=True)
-        rows += sweep(descriptor, lambda w: hashed.search(queries, args.k, width=w), ints(args.hash_width), gt, nq,
-                      args.repeats, lambda w: {"search_width": w})
+        rows += sweep(descriptor, lambda w: io.search(hashed, 0, nq, width=w), io.ids, ints(args.hash_width), gt,
+                      nq, args.repeats, lambda w: {"search_width": w})
         rows[-1]["device_bytes"] = device_bytes
 
     ivf = common.Quiver(args.lib, threads, device)
@@ -119,7 +206,7 @@ def main():
     b = ivf.build(descriptor, base, train)
     print(f"build: {descriptor} {b:.2f} s", flush=True)
     for mode in args.ivf_modes.split(","):
-        rows += sweep(f"{descriptor}-{mode}", lambda n: ivf.search(queries, args.k, nprobe=n, mode=MODES[mode]),
+        rows += sweep(f"{descriptor}-{mode}", lambda n: io.search(ivf, 0, nq, nprobe=n, mode=MODES[mode]), io.ids,
                       ints(args.nprobe), gt, nq, args.repeats, lambda n: {"nprobe": n})
 
     try:
@@ -137,11 +224,13 @@ def main():
         print(f"build: hnswlib M=16 {time.perf_counter() - t0:.2f} s ({threads} threads)", flush=True)
         hq, hgt = queries[:args.hnsw_nq], gt[:args.hnsw_nq]
 
+        last = {}
+
         def hsearch(ef):
             h.set_ef(max(ef, args.k))
-            return h.knn_query(hq, k=args.k, num_threads=1)[0].astype(np.int64)
-        rows += sweep("hnswlib-1thr", hsearch, ints(args.ef), hgt, len(hq), max(1, args.repeats // 2),
-                      lambda ef: {"M": 16, "ef": ef})
+            last["ids"] = h.knn_query(hq, k=args.k, num_threads=1)[0]
+        rows += sweep("hnswlib-1thr", hsearch, lambda: last["ids"].astype(np.int64), ints(args.ef), hgt, len(hq),
+                      max(1, args.repeats // 2), lambda ef: {"M": 16, "ef": ef})
 
     # Batch-1 latency of each graph sweep at its narrowest width reaching 0.95.
     for mode in args.graph_modes.split(","):
@@ -153,15 +242,15 @@ def main():
         lat, found = [], []
         count = min(args.latency_queries, nq)
         for i in range(count):
-            q = queries[i:i + 1]
-            graph.search(q, args.k, width=width, mode=MODES[mode])
+            io.search(graph, i, 1, width=width, mode=MODES[mode])
             t0 = time.perf_counter()
-            found.append(graph.search(q, args.k, width=width, mode=MODES[mode]))
+            io.search(graph, i, 1, width=width, mode=MODES[mode])
             lat.append(time.perf_counter() - t0)
+            found.append(io.ids(i))
         ms = statistics.median(lat) * 1e3
         # Small batches start their walks differently (cuda/graph/layer_scan.h): their own recall.
         recall = common.recall_at(np.vstack(found), gt[:count])
-        print(f"batch-1 latency, {label} width {width}: median {ms:.4f} ms, "
+        print(f"batch-1 latency ({args.io} I/O), {label} width {width}: median {ms:.4f} ms, "
               f"p90 {np.percentile(lat, 90) * 1e3:.4f} ms, recall@10 {recall:.4f} over {count} queries", flush=True)
         rows.append(dict(label=label, params={"search_width": width, "batch": 1}, latency_ms=ms, recall10=recall))
 
@@ -191,7 +280,8 @@ def main():
     os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
     with open(json_path, "w") as f:
         for r in rows:
-            f.write(json.dumps(dict(r, dataset=dataset, n=len(base), d=base.shape[1], nq=nq, k=args.k)) + "\n")
+            f.write(json.dumps(dict(r, dataset=dataset, n=len(base), d=base.shape[1], nq=nq, k=args.k, io=args.io))
+                    + "\n")
     print(f"JSON lines: {json_path}")
 
 
