@@ -2,10 +2,11 @@
 // layer row, instead of walking the layer.
 //
 // Why: a walk is a chain of dependent expansions. Reading the 4 096 layer rows once, spread over the
-// whole device (a block per 32 rows per query) and merged, takes a few microseconds, and its starts
-// are the layer's exact best rather than a walk's. H200, batch 1 at recall@10 0.95 (song_bench.py):
-// synthetic 1M x 128 0.160 -> 0.137 ms, recall@10 of those queries 0.955 -> 0.964; Fashion-MNIST
-// (784 floats a row: 12.8 MB of layer a query) 0.142 -> 0.139 ms. Batches reading more than
+// whole device (a warp a row, a block per 32 rows per query) and merged by warps, costs about 6 us
+// (128 floats a row) to 9 us (Fashion-MNIST's 784: 12.8 MB of layer a query) plus a 6.5 us merge
+// (ncu, H200), and its starts are the layer's exact best rather than a walk's. H200, batch 1 at
+// recall@10 0.95 (song_bench.py, 2026-11-28): synthetic 1M x 128 0.160 ms walked -> 0.092-0.108 ms,
+// Fashion-MNIST 0.142 -> 0.090-0.107 ms (the range: three hosts). Batches reading more than
 // kMaxLayerScanQueryFloats query floats' worth walk the layer: the walk reads far less than nq x
 // layer rows.
 #pragma once
