@@ -22,7 +22,7 @@ class GpuFlatIndex final : public Index {
   DeviceKind device() const override { return DeviceKind::cuda; }
   // Results in device memory get their ids there (an id table on the device).
   bool writes_device_results() const override { return true; }
-  bool writes_device_outputs() const override { return true; }
+  bool searches_device_memory(int64_t, const SearchOptions&) const override { return true; }
   MemoryUse memory() const override;
 
   void save_payload(ByteWriter& out) const override;

@@ -155,19 +155,47 @@ RangeResult GraphGpuCopy::range_search(const GraphData& data, const float* queri
 
 void GraphGpuCopy::complete_short_queries(ThreadPool& pool, const GraphData& data, ScratchPool& scratch,
                                           const float* queries, int64_t nq, int64_t k, int64_t width,
-                                          const IdFilter& filter, float* distances, int64_t* ids) {
+                                          const IdFilter& filter, float* distances, int64_t* ids) const {
+  // A walk over vectors takes device queries and outputs in place (GraphIndex::searches_device_memory):
+  // the CPU reads and writes them through host copies.
+  const bool device_ids = gpu::is_device_pointer(ids), device_distances = gpu::is_device_pointer(distances);
+  const int64_t dim = data.dim, row_floats = dim * int64_t(sizeof(float)), row_results = k * int64_t(sizeof(int64_t));
+  std::vector<int64_t> found_ids;
+  if (device_ids) {
+    found_ids.resize(static_cast<size_t>(nq * k));
+    gpu::copy_memory(resources_, found_ids.data(), ids, nq * row_results);
+  }
+  const int64_t* found_by_walk = device_ids ? found_ids.data() : ids;
   std::vector<int64_t> short_queries;
   for (int64_t q = 0; q < nq; ++q)
-    if (ids[q * k + k - 1] < 0) short_queries.push_back(q);
+    if (found_by_walk[q * k + k - 1] < 0) short_queries.push_back(q);
   if (short_queries.empty()) return;
-  const int64_t dim = data.dim, m = int64_t(short_queries.size());
+  const int64_t m = int64_t(short_queries.size());
   std::vector<float> x(static_cast<size_t>(m * dim)), d(static_cast<size_t>(m * k));
   std::vector<int64_t> found(static_cast<size_t>(m * k));
-  for (int64_t i = 0; i < m; ++i) std::copy_n(queries + short_queries[i] * dim, dim, &x[i * dim]);
+  const bool device_queries = gpu::is_device_pointer(queries);
+  for (int64_t i = 0; i < m; ++i) {
+    const float* row = queries + short_queries[i] * dim;
+    if (device_queries) {
+      gpu::copy_memory(resources_, &x[i * dim], row, row_floats);
+    } else {
+      std::copy_n(row, dim, &x[i * dim]);
+    }
+  }
   graph_knn_search(pool, data, scratch, x.data(), m, k, width, filter, d.data(), found.data());
   for (int64_t i = 0; i < m; ++i) {
-    std::copy_n(&d[i * k], k, distances + short_queries[i] * k);
-    std::copy_n(&found[i * k], k, ids + short_queries[i] * k);
+    float* d_out = distances + short_queries[i] * k;
+    int64_t* i_out = ids + short_queries[i] * k;
+    if (device_distances) {
+      gpu::copy_memory(resources_, d_out, &d[i * k], k * int64_t(sizeof(float)));
+    } else {
+      std::copy_n(&d[i * k], k, d_out);
+    }
+    if (device_ids) {
+      gpu::copy_memory(resources_, i_out, &found[i * k], row_results);
+    } else {
+      std::copy_n(&found[i * k], k, i_out);
+    }
   }
 }
 

@@ -31,8 +31,9 @@ class GraphGpuCopy {
   RangeResult range_search(const GraphData& data, const float* queries, int64_t nq, float radius,
                            const IdFilter& filter, int64_t max_results) const;
 
-  // graph_knn_search's contract, on the device (k <= width <= gpu::kMaxSearchWidth): queries in host
-  // memory (normalised for cosine); fp16 and bf16 modes walk the graph in half precision (the
+  // graph_knn_search's contract, on the device (k <= width <= gpu::kMaxSearchWidth): queries
+  // normalised for cosine, in host memory or (a copy holding vectors) device memory, as may be the
+  // outputs; fp16 and bf16 modes walk the graph in half precision (the
   // results re-ranked in float32; a hashed copy ignores the mode); `walk` tunes the walk (hashed or
   // not), and combinations the device cannot run throw invalid_argument;
   // filter and tombstones become a row filter; queries left short of k results by them are
@@ -49,10 +50,10 @@ class GraphGpuCopy {
                      int64_t* ids) const;
 
   // Queries whose walk reached fewer than k allowed rows (id -1 at k - 1): the CPU search with its
-  // exact fallback.
-  static void complete_short_queries(ThreadPool& pool, const GraphData& data, ScratchPool& scratch,
-                                     const float* queries, int64_t nq, int64_t k, int64_t width,
-                                     const IdFilter& filter, float* distances, int64_t* ids);
+  // exact fallback. Queries and outputs may be device memory.
+  void complete_short_queries(ThreadPool& pool, const GraphData& data, ScratchPool& scratch, const float* queries,
+                              int64_t nq, int64_t k, int64_t width, const IdFilter& filter, float* distances,
+                              int64_t* ids) const;
 
   gpu::Resources& resources_;
   int64_t hash_bits_;

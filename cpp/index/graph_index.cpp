@@ -51,6 +51,16 @@ bool GraphIndex::searches_on_device(int64_t k, int64_t width) const {
          spec_.degree <= gpu::kMaxGraphDegree;
 }
 
+int64_t GraphIndex::walk_width(int64_t k, const SearchOptions& options) const {
+  const int64_t width =
+      options.search_width == 0 ? std::max(k, kDefaultGraphSearchWidth) : std::max<int64_t>(k, options.search_width);
+  return std::min(width, std::max<int64_t>(rows(), k));
+}
+
+bool GraphIndex::searches_device_memory(int64_t k, const SearchOptions& options) const {
+  return searches_on_device(k, walk_width(k, options)) && device_copy_->holds_vectors();
+}
+
 GraphData GraphIndex::data() const {
   GraphData d;
   d.graph = &graph_;
@@ -182,9 +192,7 @@ void GraphIndex::insert(int64_t n, const float* x, const int64_t* new_ids) {
 void GraphIndex::do_search(int64_t nq, const float* queries, int64_t k, const SearchOptions& options,
                            float* distances, int64_t* ids) const {
   require_built("searching");
-  const int64_t width =
-      options.search_width == 0 ? std::max(k, kDefaultGraphSearchWidth) : std::max<int64_t>(k, options.search_width);
-  const int64_t clamped = std::min(width, std::max<int64_t>(rows(), k));
+  const int64_t clamped = walk_width(k, options);
   if (searches_on_device(k, clamped)) {
     device_copy_->search(context().pool(), data(), scratch_, queries, nq, k, clamped, options.compute_mode,
                          options.graph, options.filter, distances, ids);

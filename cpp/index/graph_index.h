@@ -54,6 +54,8 @@ class GraphIndex final : public Index {
   DeviceKind device() const override { return context().device(); }
   // Vectors live in host memory; device inputs are copied to the host first.
   bool reads_device_memory() const override { return false; }
+  // Walks on the device over vectors read device queries and write device outputs in place.
+  bool searches_device_memory(int64_t k, const SearchOptions& options) const override;
 
   void save_payload(ByteWriter& out) const override;
   void load_payload(ByteReader& in, int64_t count) override;
@@ -85,6 +87,8 @@ class GraphIndex final : public Index {
   // Whether CPU searches walk a projection (walk_): CPU contexts, wide vectors, L2 or cosine.
   bool cpu_walks_projection() const;
   bool searches_on_device(int64_t k, int64_t width) const;
+  // The walk's search_width for k and the options: raised to k, at most the rows (and k).
+  int64_t walk_width(int64_t k, const SearchOptions& options) const;
   // The entry layer of `rows` rows, built aside (nothing of the index changes if it throws).
   EntryLayer make_layer(const float* vectors, int64_t rows, const std::vector<int32_t>& entries) const;
 

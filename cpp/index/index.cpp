@@ -34,7 +34,7 @@ const int64_t* host_ids(const Context& context, const char* what, const int64_t*
 }
 
 // Runs search(distances, ids) for nq x k results. Outputs in device memory that the kind does not
-// write itself (Index::writes_device_outputs) are searched into host buffers and copied there.
+// write itself (Index::searches_device_memory) are searched into host buffers and copied there.
 template <class Search>
 void into_outputs(const Context& context, bool writes_device, int64_t size, float* distances, int64_t* ids,
                   Search&& search) {
@@ -146,12 +146,13 @@ void Index::search(int64_t nq, const float* queries, int64_t k, const SearchOpti
   require_vectors("search");
   check_search(nq, k, options);
   if (nq == 0) return;
-  into_outputs(context_, writes_device_outputs(), nq * k, distances, ids, [&](float* out_distances, int64_t* out_ids) {
+  const bool in_place = searches_device_memory(k, options);
+  into_outputs(context_, in_place, nq * k, distances, ids, [&](float* out_distances, int64_t* out_ids) {
     if (prepares_query_slices()) {
       do_search(nq, queries, k, with_unprepared_queries(options), out_distances, out_ids);
       return;
     }
-    const Input input = prepare_input(context_, "queries", queries, nq, dim_, metric_, reads_device_memory(), 0,
+    const Input input = prepare_input(context_, "queries", queries, nq, dim_, metric_, in_place, 0,
                                       checks_queries_while_searching());
     do_search(nq, input.data, k, input.unchecked ? with_row_check(options, input.data, dim_, 0) : options,
               out_distances, out_ids);
@@ -197,7 +198,7 @@ void Index::search_strings(const Strings& queries, int64_t k, const SearchOption
   check_search(queries.n, k, options);
   check_strings("queries", queries);
   if (queries.n == 0) return;
-  into_outputs(context_, writes_device_outputs(), queries.n * k, distances, ids,
+  into_outputs(context_, searches_device_memory(k, options), queries.n * k, distances, ids,
                [&](float* out_distances, int64_t* out_ids) {
                  do_search_strings(queries, k, options, out_distances, out_ids);
                });

@@ -123,10 +123,11 @@ class Index {
   // Whether search writes outputs in its GPU's memory there, with no host round trip (a sharded
   // index then merges its parts' results on a GPU).
   virtual bool writes_device_results() const { return false; }
-  // Whether do_search and do_search_strings write outputs that are device memory themselves; for
-  // other kinds Index::search hands them host buffers and copies the results to the caller's device
-  // memory.
-  virtual bool writes_device_outputs() const { return false; }
+  // Whether a search of k neighbours with these options reads queries in device memory in place and
+  // writes outputs in device memory itself; otherwise Index::search and search_strings give
+  // do_search host copies of device queries and host buffers for device outputs, and copy the
+  // results out.
+  virtual bool searches_device_memory(int64_t /*k*/, const SearchOptions& /*options*/) const { return false; }
   // Whether do_search and do_range_search check the caller's queries (and normalise them for cosine)
   // themselves, a slice at a time where each slice is searched, when
   // SearchOptions::prepare_query_slices says so: a replicated index checks each replica's slice on

@@ -35,7 +35,7 @@ class GpuIvfIndex final : public Index {
   DeviceKind device() const override { return DeviceKind::cuda; }
   // Ids on the host ("HostIds") are looked up there.
   bool writes_device_results() const override { return !spec_.host_ids; }
-  bool writes_device_outputs() const override { return true; }
+  bool searches_device_memory(int64_t, const SearchOptions&) const override { return true; }
   bool checks_queries_while_searching() const override { return true; }
   MemoryUse memory() const override;
 

@@ -14,8 +14,9 @@
  *   keeps working after a struct grows. (The exported function qv_X_init, for programs built before
  *   the sized form existed, writes the struct as it was then, never more.) Bindings that declare the
  *   structs themselves call qv_X_init_sized with their own struct's size.
- * - Vectors are row-major float32 (`n x dim`). Inputs and outputs may live in host memory or, on a
- *   CUDA context, in device memory; the library detects which. No pointer is kept after a call.
+ * - Vectors are row-major float32 (`n x dim`). Inputs and outputs (vectors, ids, distances) may live
+ *   in host memory or, on a CUDA context, in device memory; the library detects which (on a CPU
+ *   context, device memory is QV_ERR_INVALID_ARGUMENT). No pointer is kept after a call.
  *   Host vectors are checked for NaN and infinities; device vectors used in place are not (checking
  *   them would cost a copy), so NaN there gives unspecified results.
  * - Thread safety: a context may be used from any number of threads. On one index, concurrent

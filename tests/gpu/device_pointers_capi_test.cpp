@@ -3,6 +3,7 @@
 // ids, each alone or together, with the results of host memory. Kinds that compute on the host
 // (graph walks that finish on the CPU, metric-space indexes) get host copies; none reads or writes a
 // device pointer on the host.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -36,13 +37,14 @@ struct Placement {
   bool queries, distances, ids;  // true: device memory
 };
 
-Results search(const qv_index_t* index, const std::vector<float>& q, int64_t dim, uint32_t k, Placement at) {
+Results search(const qv_index_t* index, const std::vector<float>& q, int64_t dim, uint32_t k, Placement at,
+               const qv_search_params_t* params = nullptr) {
   const int64_t nq = int64_t(q.size()) / dim;
   const size_t size = size_t(nq) * k;
   DeviceArray<float> device_queries(q), device_distances(size);
   DeviceArray<int64_t> device_ids(size);
   Results host{std::vector<float>(size), std::vector<int64_t>(size)};
-  EXPECT_EQ(qv_index_search(index, nq, at.queries ? device_queries.get() : q.data(), k, nullptr,
+  EXPECT_EQ(qv_index_search(index, nq, at.queries ? device_queries.get() : q.data(), k, params,
                             at.distances ? device_distances.get() : host.distances.data(),
                             at.ids ? device_ids.get() : host.ids.data()),
             QV_OK)
@@ -100,6 +102,41 @@ TEST(GpuDevicePointers, EveryKindTakesDeviceInputsAndOutputs) {
     qv_index_free(from_host);
     qv_index_free(from_device);
   }
+}
+
+// A filter leaves every walk short of k rows: the CPU completes those queries, reading device queries
+// and writing device outputs through host copies.
+TEST(GpuDevicePointers, GraphQueriesLeftShortAreCompletedInDeviceOutputs) {
+  QV_REQUIRE_GPU();
+  TestContext cuda(QV_DEVICE_CUDA);
+  const int64_t n = 3000, dim = 24, nq = 9;
+  const uint32_t k = 10;
+  const std::vector<float> x = uniform_vectors(n, dim, 35), q = uniform_vectors(nq, dim, 36);
+  qv_index_t* index = nullptr;
+  ASSERT_EQ(qv_index_create(cuda.ctx, "Graph16", dim, QV_METRIC_L2, &index), QV_OK);
+  ASSERT_EQ(qv_index_add(index, n, x.data(), nullptr), QV_OK) << qv_last_error_message();
+  std::vector<uint8_t> bits(size_t(n + 7) / 8, 0);
+  const int64_t allowed[] = {3, 500, 1201, 1999, 2500, 2999};
+  for (int64_t id : allowed) bits[size_t(id / 8)] |= uint8_t(1u << (id % 8));
+  qv_search_params_t params;
+  qv_search_params_init(&params);
+  params.filter = bits.data();
+  params.filter_bits = n;
+  const Results expected = search(index, q, dim, k, {false, false, false}, &params);
+  for (int64_t i = 0; i < nq; ++i) {
+    std::vector<int64_t> got(expected.ids.begin() + i * k, expected.ids.begin() + (i + 1) * k);
+    std::sort(got.begin(), got.begin() + 6);
+    EXPECT_EQ(std::vector<int64_t>(got.begin(), got.begin() + 6),
+              std::vector<int64_t>(std::begin(allowed), std::end(allowed)));
+    for (uint32_t j = 6; j < k; ++j) EXPECT_EQ(got[j], -1);
+  }
+  for (const Placement at :
+       {Placement{true, true, true}, Placement{false, true, false}, Placement{true, false, true}}) {
+    SCOPED_TRACE(::testing::Message() << "device queries " << at.queries << ", distances " << at.distances
+                                      << ", ids " << at.ids);
+    EXPECT_TRUE(search(index, q, dim, k, at, &params) == expected);
+  }
+  qv_index_free(index);
 }
 
 TEST(GpuDevicePointers, ACpuContextRefusesDeviceMemory) {
