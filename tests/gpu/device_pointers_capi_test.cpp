@@ -4,6 +4,7 @@
 // (graph walks that finish on the CPU, metric-space indexes) get host copies; none reads or writes a
 // device pointer on the host.
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,17 @@ Results search(const qv_index_t* index, const std::vector<float>& q, int64_t dim
   return host;
 }
 
+// Each placement's search gives exactly `expected` (the search with everything in host memory).
+void expect_same_everywhere(const qv_index_t* index, const std::vector<float>& q, int64_t dim, uint32_t k,
+                            const Results& expected, std::initializer_list<Placement> placements,
+                            const qv_search_params_t* params = nullptr) {
+  for (const Placement at : placements) {
+    SCOPED_TRACE(::testing::Message() << "device queries " << at.queries << ", distances " << at.distances
+                                      << ", ids " << at.ids);
+    EXPECT_TRUE(search(index, q, dim, k, at, params) == expected);
+  }
+}
+
 TEST(GpuDevicePointers, EveryKindTakesDeviceInputsAndOutputs) {
   QV_REQUIRE_GPU();
   TestContext cuda(QV_DEVICE_CUDA);
@@ -91,13 +103,9 @@ TEST(GpuDevicePointers, EveryKindTakesDeviceInputsAndOutputs) {
         EXPECT_TRUE(id >= 5 && id < 5 + 3 * n && (id - 5) % 3 == 0) << id;
         EXPECT_TRUE(id != 5 && id != 8 && id != 305) << id << " was removed";
       }
-      for (const Placement at : {Placement{true, true, true}, Placement{false, true, true},
-                                 Placement{true, false, false}, Placement{false, false, true},
-                                 Placement{true, true, false}}) {
-        SCOPED_TRACE(::testing::Message() << "device queries " << at.queries << ", distances " << at.distances
-                                          << ", ids " << at.ids);
-        EXPECT_TRUE(search(index, q, dim, k, at) == expected);
-      }
+      expect_same_everywhere(index, q, dim, k, expected,
+                             {{true, true, true}, {false, true, true}, {true, false, false}, {false, false, true},
+                              {true, true, false}});
     }
     qv_index_free(from_host);
     qv_index_free(from_device);
@@ -130,12 +138,8 @@ TEST(GpuDevicePointers, GraphQueriesLeftShortAreCompletedInDeviceOutputs) {
               std::vector<int64_t>(std::begin(allowed), std::end(allowed)));
     for (uint32_t j = 6; j < k; ++j) EXPECT_EQ(got[j], -1);
   }
-  for (const Placement at :
-       {Placement{true, true, true}, Placement{false, true, false}, Placement{true, false, true}}) {
-    SCOPED_TRACE(::testing::Message() << "device queries " << at.queries << ", distances " << at.distances
-                                      << ", ids " << at.ids);
-    EXPECT_TRUE(search(index, q, dim, k, at, &params) == expected);
-  }
+  expect_same_everywhere(index, q, dim, k, expected, {{true, true, true}, {false, true, false}, {true, false, true}},
+                         &params);
   qv_index_free(index);
 }
 
