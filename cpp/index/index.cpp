@@ -1,6 +1,7 @@
 #include "cpp/index/index.h"
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "cpp/backend/gpu.h"
@@ -36,8 +37,8 @@ const int64_t* host_ids(const Context& context, const char* what, const int64_t*
 // Runs search(distances, ids) for nq x k results. Outputs in device memory that the kind does not
 // write itself (Index::searches_device_memory) are searched into host buffers and copied there.
 template <class Search>
-void into_outputs(const Context& context, bool writes_device, int64_t size, float* distances, int64_t* ids,
-                  Search&& search) {
+void into_outputs(const Context& context, bool writes_device, int64_t nq, int64_t k, float* distances,
+                  int64_t* ids, Search&& search) {
   const bool device_distances = !writes_device && gpu::is_device_pointer(distances);
   const bool device_ids = !writes_device && gpu::is_device_pointer(ids);
   if (!device_distances && !device_ids) {
@@ -46,6 +47,9 @@ void into_outputs(const Context& context, bool writes_device, int64_t size, floa
   }
   if (context.device() != DeviceKind::cuda)
     fail(Status::invalid_argument, "the outputs are GPU memory, but the context runs on the CPU");
+  require(nq <= std::numeric_limits<int64_t>::max() / (k * int64_t(sizeof(int64_t))), "queries: ", nq,
+          " queries of ", k, " results are more bytes than any buffer can hold");
+  const int64_t size = nq * k;
   std::vector<float> host_distances(device_distances ? static_cast<size_t>(size) : 0);
   std::vector<int64_t> host_ids(device_ids ? static_cast<size_t>(size) : 0);
   search(device_distances ? host_distances.data() : distances, device_ids ? host_ids.data() : ids);
@@ -147,7 +151,7 @@ void Index::search(int64_t nq, const float* queries, int64_t k, const SearchOpti
   check_search(nq, k, options);
   if (nq == 0) return;
   const bool in_place = searches_device_memory(k, options);
-  into_outputs(context_, in_place, nq * k, distances, ids, [&](float* out_distances, int64_t* out_ids) {
+  into_outputs(context_, in_place, nq, k, distances, ids, [&](float* out_distances, int64_t* out_ids) {
     if (prepares_query_slices()) {
       do_search(nq, queries, k, with_unprepared_queries(options), out_distances, out_ids);
       return;
@@ -198,7 +202,7 @@ void Index::search_strings(const Strings& queries, int64_t k, const SearchOption
   check_search(queries.n, k, options);
   check_strings("queries", queries);
   if (queries.n == 0) return;
-  into_outputs(context_, searches_device_memory(k, options), queries.n * k, distances, ids,
+  into_outputs(context_, searches_device_memory(k, options), queries.n, k, distances, ids,
                [&](float* out_distances, int64_t* out_ids) {
                  do_search_strings(queries, k, options, out_distances, out_ids);
                });
