@@ -76,18 +76,15 @@ class QueryIO:
         self.kind, self.k, self.cuda = kind, k, cuda
         nq, d = queries.shape
         self.row = d * 4
-        if kind == "host":
-            self.q = queries
-            self.dist, self.found = np.empty((nq, k), np.float32), np.empty((nq, k), np.int64)
-            self.q_ptr, self.d_ptr, self.i_ptr = self.q.ctypes.data, self.dist.ctypes.data, self.found.ctypes.data
-        elif kind == "pinned":
-            self.q = cuda.host_array(queries.shape, np.float32)
+        if kind in ("host", "pinned"):
+            alloc = np.empty if kind == "host" else cuda.host_array
+            self.q = alloc(queries.shape, np.float32)
             self.q[:] = queries
-            self.dist, self.found = cuda.host_array((nq, k), np.float32), cuda.host_array((nq, k), np.int64)
+            self.dist, self.found = alloc((nq, k), np.float32), alloc((nq, k), np.int64)
             self.q_ptr, self.d_ptr, self.i_ptr = self.q.ctypes.data, self.dist.ctypes.data, self.found.ctypes.data
         else:
             self.q_ptr = cuda.device(queries.nbytes)
-            cuda.copy(self.q_ptr, np.ascontiguousarray(queries).ctypes.data, queries.nbytes)
+            cuda.copy(self.q_ptr, queries.ctypes.data, queries.nbytes)
             self.d_ptr, self.i_ptr = cuda.device(nq * k * 4), cuda.device(nq * k * 8)
             self.found = np.empty((nq, k), np.int64)
         self.count = nq

@@ -17,8 +17,7 @@ Input prepare_input(const Context& context, const char* what, const float* x, in
   require(n <= std::numeric_limits<int64_t>::max() / row_bytes, what, ": ", n, " rows of ", dim,
           " floats are more bytes than any buffer can hold");
   if (n > 0 && gpu::is_device_pointer(x)) {
-    if (context.device() != DeviceKind::cuda)
-      fail(Status::invalid_argument, what, " is GPU memory, but the context runs on the CPU");
+    require_device_memory_allowed(context, what);
     if (device_ok && metric != Metric::cosine) {
       input.on_device = true;
       return input;
@@ -35,6 +34,20 @@ Input prepare_input(const Context& context, const char* what, const float* x, in
   input.data = prepare_vectors(context.pool(), what, input.data, n, dim, metric, normalised, first_row);
   if (!normalised.empty()) input.storage.swap(normalised);
   return input;
+}
+
+const int64_t* prepare_ids(const Context& context, const char* what, const int64_t* ids, int64_t n,
+                           std::vector<int64_t>& copy) {
+  if (n == 0 || !gpu::is_device_pointer(ids)) return ids;
+  require_device_memory_allowed(context, what);
+  copy.resize(static_cast<size_t>(n));
+  gpu::copy_memory(context.gpu(), copy.data(), ids, n * static_cast<int64_t>(sizeof(int64_t)));
+  return copy.data();
+}
+
+void require_device_memory_allowed(const Context& context, const char* what) {
+  if (context.device() != DeviceKind::cuda)
+    fail(Status::invalid_argument, what, " is GPU memory, but the context runs on the CPU");
 }
 
 }  // namespace quiver

@@ -1,4 +1,4 @@
-// Caller vectors, which may be host or device memory (DESIGN.md), made ready for an engine.
+// Caller vectors and ids, which may be host or device memory (DESIGN.md), made ready for an engine.
 #pragma once
 
 #include <cstdint>
@@ -24,5 +24,13 @@ struct Input {
 // the caller's array that starts at that row).
 Input prepare_input(const Context& context, const char* what, const float* x, int64_t n,
                     int64_t dim, Metric metric, bool device_ok, int64_t first_row = 0, bool check_later = false);
+
+// The caller's n ids readable on the host: ids itself, or (device memory, a CUDA context only) a host
+// copy in `copy`.
+const int64_t* prepare_ids(const Context& context, const char* what, const int64_t* ids, int64_t n,
+                           std::vector<int64_t>& copy);
+
+// Fails with invalid_argument naming `what` unless device memory is accepted: a CUDA context.
+void require_device_memory_allowed(const Context& context, const char* what);
 
 }  // namespace quiver

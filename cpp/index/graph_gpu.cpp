@@ -1,6 +1,7 @@
 #include "cpp/index/graph_gpu.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "cpp/backend/gpu_range.h"
@@ -158,12 +159,19 @@ void GraphGpuCopy::complete_short_queries(ThreadPool& pool, const GraphData& dat
                                           const IdFilter& filter, float* distances, int64_t* ids) const {
   // A walk over vectors takes device queries and outputs in place (GraphIndex::searches_device_memory):
   // the CPU reads and writes them through host copies.
-  const bool device_ids = gpu::is_device_pointer(ids), device_distances = gpu::is_device_pointer(distances);
-  const int64_t dim = data.dim, row_floats = dim * int64_t(sizeof(float)), row_results = k * int64_t(sizeof(int64_t));
+  auto copy = [this](void* dst, const void* src, int64_t bytes, bool device) {
+    if (device) {
+      gpu::copy_memory(resources_, dst, src, bytes);
+    } else {
+      std::memcpy(dst, src, static_cast<size_t>(bytes));
+    }
+  };
+  const int64_t dim = data.dim, result_bytes = k * int64_t(sizeof(int64_t));
+  const bool device_ids = gpu::is_device_pointer(ids);
   std::vector<int64_t> found_ids;
   if (device_ids) {
     found_ids.resize(static_cast<size_t>(nq * k));
-    gpu::copy_memory(resources_, found_ids.data(), ids, nq * row_results);
+    copy(found_ids.data(), ids, nq * result_bytes, true);
   }
   const int64_t* found_by_walk = device_ids ? found_ids.data() : ids;
   std::vector<int64_t> short_queries;
@@ -173,29 +181,13 @@ void GraphGpuCopy::complete_short_queries(ThreadPool& pool, const GraphData& dat
   const int64_t m = int64_t(short_queries.size());
   std::vector<float> x(static_cast<size_t>(m * dim)), d(static_cast<size_t>(m * k));
   std::vector<int64_t> found(static_cast<size_t>(m * k));
-  const bool device_queries = gpu::is_device_pointer(queries);
-  for (int64_t i = 0; i < m; ++i) {
-    const float* row = queries + short_queries[i] * dim;
-    if (device_queries) {
-      gpu::copy_memory(resources_, &x[i * dim], row, row_floats);
-    } else {
-      std::copy_n(row, dim, &x[i * dim]);
-    }
-  }
+  const bool device_queries = gpu::is_device_pointer(queries), device_distances = gpu::is_device_pointer(distances);
+  for (int64_t i = 0; i < m; ++i)
+    copy(&x[i * dim], queries + short_queries[i] * dim, dim * int64_t(sizeof(float)), device_queries);
   graph_knn_search(pool, data, scratch, x.data(), m, k, width, filter, d.data(), found.data());
   for (int64_t i = 0; i < m; ++i) {
-    float* d_out = distances + short_queries[i] * k;
-    int64_t* i_out = ids + short_queries[i] * k;
-    if (device_distances) {
-      gpu::copy_memory(resources_, d_out, &d[i * k], k * int64_t(sizeof(float)));
-    } else {
-      std::copy_n(&d[i * k], k, d_out);
-    }
-    if (device_ids) {
-      gpu::copy_memory(resources_, i_out, &found[i * k], row_results);
-    } else {
-      std::copy_n(&found[i * k], k, i_out);
-    }
+    copy(distances + short_queries[i] * k, &d[i * k], k * int64_t(sizeof(float)), device_distances);
+    copy(ids + short_queries[i] * k, &found[i * k], result_bytes, device_ids);
   }
 }
 

@@ -22,18 +22,6 @@ SearchOptions with_unprepared_queries(const SearchOptions& options) {
   return unprepared;
 }
 
-// A caller's ids (n of them) readable on the host: ids itself, or a host copy where ids is device
-// memory (inputs may be device memory on a CUDA context, DESIGN.md).
-const int64_t* host_ids(const Context& context, const char* what, const int64_t* ids, int64_t n,
-                        std::vector<int64_t>& copy) {
-  if (n == 0 || !gpu::is_device_pointer(ids)) return ids;
-  if (context.device() != DeviceKind::cuda)
-    fail(Status::invalid_argument, what, " is GPU memory, but the context runs on the CPU");
-  copy.resize(static_cast<size_t>(n));
-  gpu::copy_memory(context.gpu(), copy.data(), ids, n * static_cast<int64_t>(sizeof(int64_t)));
-  return copy.data();
-}
-
 // Runs search(distances, ids) for nq x k results. Outputs in device memory that the kind does not
 // write itself (Index::searches_device_memory) are searched into host buffers and copied there.
 template <class Search>
@@ -45,8 +33,7 @@ void into_outputs(const Context& context, bool writes_device, int64_t nq, int64_
     search(distances, ids);
     return;
   }
-  if (context.device() != DeviceKind::cuda)
-    fail(Status::invalid_argument, "the outputs are GPU memory, but the context runs on the CPU");
+  require_device_memory_allowed(context, device_distances ? "distances" : "ids");
   require(nq <= std::numeric_limits<int64_t>::max() / (k * int64_t(sizeof(int64_t))), "queries: ", nq,
           " queries of ", k, " results are more bytes than any buffer can hold");
   const int64_t size = nq * k;
@@ -141,7 +128,7 @@ void Index::add(int64_t n, const float* x, const int64_t* ids) {
   if (n == 0) return;
   const Input input = prepare_input(context_, "x", x, n, dim_, metric_, reads_device_memory());
   std::vector<int64_t> ids_copy;
-  const int64_t* new_ids = host_ids(context_, "ids", ids, n, ids_copy);
+  const int64_t* new_ids = prepare_ids(context_, "ids", ids, n, ids_copy);
   with_progress("add", [&] { do_add(n, input.data, new_ids); });
 }
 
@@ -184,7 +171,7 @@ int64_t Index::remove(int64_t n, const int64_t* ids) {
   check_count("n", n);
   if (n == 0) return 0;
   std::vector<int64_t> ids_copy;
-  return do_remove(n, host_ids(context_, "ids", ids, n, ids_copy));
+  return do_remove(n, prepare_ids(context_, "ids", ids, n, ids_copy));
 }
 
 void Index::add_strings(const Strings& x, const int64_t* ids) {
@@ -192,7 +179,7 @@ void Index::add_strings(const Strings& x, const int64_t* ids) {
   check_strings("strings", x);
   if (x.n == 0) return;
   std::vector<int64_t> ids_copy;
-  const int64_t* new_ids = host_ids(context_, "ids", ids, x.n, ids_copy);
+  const int64_t* new_ids = prepare_ids(context_, "ids", ids, x.n, ids_copy);
   with_progress("add", [&] { do_add_strings(x, new_ids); });
 }
 

@@ -16,8 +16,8 @@ constexpr int kWarp = 32;
 constexpr int kWarps = 32;
 constexpr int kRowsPerBlock = kWarps;
 
-// Keeps the `starts` smallest (key, row) pairs, sorted, ties to the smaller row. Every lane of a warp
-// calls it with the same values, so every lane holds the same list.
+// Keeps the `starts` smallest (key, row) pairs, sorted, ties to the smaller row: one lane's list in
+// warp_best.
 struct Best {
   float key[kMaxLayerScanStarts];
   int32_t row[kMaxLayerScanStarts];
