@@ -78,6 +78,15 @@ void DevicePool::release(void* block) noexcept {
   stats_.cached_bytes += int64_t(size);
 }
 
+void DevicePool::zero_once(void* block, size_t bytes, cudaStream_t stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t& zeroed = zeroed_[block];
+  if (zeroed >= bytes) return;
+  DeviceScope scope(device_);
+  QV_CUDA_CHECK(cudaMemsetAsync(block, 0, bytes, stream));
+  zeroed = bytes;
+}
+
 void DevicePool::trim() noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
   trim_locked();
@@ -86,7 +95,10 @@ void DevicePool::trim() noexcept {
 void DevicePool::trim_locked() noexcept {
   if (cached_.empty()) return;
   DeviceScopeNoThrow scope(device_);
-  for (auto& [size, block] : cached_) cudaFree(block);
+  for (auto& [size, block] : cached_) {
+    cudaFree(block);
+    zeroed_.erase(block);
+  }
   cached_.clear();
   stats_.cached_bytes = 0;
 }

@@ -6,6 +6,8 @@
 // kernel that used it may still run, except within one call, where the stream order decides.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -34,6 +36,10 @@ class DevicePool {
   // cache is freed and the allocation retried; then out_of_device_memory is thrown.
   void* allocate(size_t bytes);
   void release(void* block) noexcept;
+  // Zeroes the first `bytes` of `block` (one this pool handed out) on `stream`, unless a call before
+  // did: the zeros stay with the block while the pool keeps it. For memory that a kernel writes in
+  // full where compute-sanitizer's initcheck does not see it (cuBLAS's tensor-core GEMM tiles).
+  void zero_once(void* block, size_t bytes, cudaStream_t stream);
   // Frees every cached (unused) block.
   void trim() noexcept;
   PoolStats stats() const;
@@ -45,6 +51,7 @@ class DevicePool {
   mutable std::mutex mutex_;
   std::multimap<size_t, void*> cached_;    // size -> block
   std::unordered_map<void*, size_t> used_;  // block -> size
+  std::unordered_map<void*, size_t> zeroed_;  // block -> bytes zero_once cleared
   PoolStats stats_;
 };
 

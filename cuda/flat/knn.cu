@@ -30,10 +30,10 @@
 // or as many a chunk) is one kernel instead (tf32_select.h): tensor-core products selected where
 // they are computed, each block's splits of the base giving kc candidates per query that one
 // selection merges into the running best. Over a base in chunks (below) each chunk is one launch
-// whose lists start at the running kc-th best, so a chunk costs no more than its rows. No distance
-// tile is written; the re-rank and the certificate follow as above. A certified pass of up to
-// kMaxTruncatedCandidates candidates takes it too, each split (at least 4 kc / 32 of them) giving
-// only its best 32: a row a full split dropped
+// whose lists start at the running kc-th best, so a chunk costs no more than its rows; a resident
+// base is searched in two such parts (kBoundingPart). No distance tile is written; the re-rank and
+// the certificate follow as above. A certified pass of more candidates takes it too, each split
+// (at least 4 kc / 32 of them) giving only its best 32: a row a full split dropped
 // may be closer than the selection's last, so the certificate bounds the rows left out by the
 // smallest last key of the full splits as well (certify.h's launch_split_bounds); queries whose
 // neighbours crowd into one split (data stored in clusters) then fail it and go to the SGEMM pass,
@@ -124,14 +124,19 @@ constexpr int64_t kFusedQueryRows = 16384;
 // over a short base most rows enter it (about kc ln(n / kc) of n), and the kernel's list upkeep costs
 // more than the tiles' write and read (H100, 1M queries against 1024 rows, k = 1: 14.4 ms fused).
 constexpr int64_t kMinFusedRows = 16384;
-// The most candidates a certified pass draws from split lists of kTf32SelectMaxK (truncated): the
-// k-NN graph's k = 32 (33 with the point itself, 49 candidates) and k-NN searches up to k = 48.
-// Beyond, the splits' last keys fall below the selection's last too often to certify.
-constexpr int64_t kMaxTruncatedCandidates = 2 * kTf32SelectMaxK;
-// Truncated splits are at least this many times kc / 32, so that a query's candidates, spread over
-// them (rows in random order), fill about a quarter of each split's list: its last key then lies well
-// past the selection's last.
+// A certified pass of more than kTf32SelectMaxK candidates (k above 16) draws them from split lists
+// of kTf32SelectMaxK (truncated), at least kTruncatedSplitsPerList * kc / 32 splits: a query's
+// candidates, spread over them (rows in random order), fill about a quarter of each split's list, whose
+// last key then lies well past the selection's last; where they crowd into a split the certificate
+// fails and the SGEMM pass answers. Against cuBLAS tiles (H200, 1M x 128, 10 000 queries, host to
+// host): k = 100 30.7 -> 27.6 ms, k = 1024 79.3 -> 69.9 ms (bench/gpu/NOTES.md, version 27).
 constexpr int64_t kTruncatedSplitsPerList = 4;
+// A resident base is searched by the fused pass in two parts: its first 1 / kBoundingPart of rows,
+// then the rest, each query's lists starting at its kc-th best of the first part (launch_tf32_select's
+// bounds). Lists that start empty fill from every row that beats them; these admit only rows below a
+// bound already near the end result. H200, k = 10 / 100 / 1024: 19.8 / 27.6 / 69.9 ->
+// 17.8 / 26.2 / 64.3 ms (a part of 1 / 16: 18.9 / 26.3 / 62.7; 1 / 32: 19.2 / 26.7 / 69.3).
+constexpr int64_t kBoundingPart = 8;
 
 // The indices of Resources' events; Pass's accessors (chain_event() ...) name them by use.
 constexpr int kChainEvent = 0;    // after the latest selection or finalize
@@ -163,6 +168,10 @@ TilePlan plan_tiles(int64_t tile_floats, int64_t nq, int64_t n, int64_t k) {
     query_rows = nq;
     columns = std::min(all_columns, std::max(columns, tile_floats / nq / kColumnAlign * kColumnAlign));
   }
+  // Balanced column tiles: a short last one would leave its selection alone at the end, where a tile's
+  // GEMM no longer overlaps the selection before it.
+  const int64_t column_tiles = (all_columns + columns - 1) / columns;
+  columns = std::min(columns, round_up((all_columns + column_tiles - 1) / column_tiles, kColumnAlign));
   const int64_t query_tiles = (nq + query_rows - 1) / query_rows;
   query_rows = (nq + query_tiles - 1) / query_tiles;
   return {query_rows, columns};
@@ -485,6 +494,7 @@ struct Pass {
   int64_t split_kc = 0;  // fused: candidates each split keeps (kc, or fewer: truncated)
   TilePlan plan{};
   int64_t min_splits = 1;
+  int64_t bounding_rows = 0;  // fused, resident: rows of the part searched first (kBoundingPart)
   int64_t splits = 0;  // the most splits of one launch
   int64_t workspace_bytes = 0;
   int64_t rerank_workspace_bytes = 0;
@@ -656,7 +666,7 @@ void Pass::plan_search() {
   // The TF32 pass in one kernel, where it takes the shape: no distance tiles, the splits' candidates
   // selected into the running best instead.
   // A certified pass may truncate the splits' lists (see the top of the file).
-  split_kc = spec.certify && kc <= kMaxTruncatedCandidates ? std::min(kc, kTf32SelectMaxK) : kc;
+  split_kc = spec.certify ? std::min(kc, kTf32SelectMaxK) : kc;
   // A base in chunks: one launch a chunk.
   const int64_t fused_rows = chunked ? chunk_rows : n;
   fused = spec.kind == TileKind::tf32 && nq >= kMinFusedQueries && fused_rows >= kMinFusedRows &&
@@ -669,6 +679,12 @@ void Pass::plan_search() {
     fused = false;
     plan = plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, kc);
     splits = 0;
+  }
+  // The bounding part, where its splits hold kc candidates (see kBoundingPart).
+  if (fused && !chunked) {
+    const int64_t rows = round_up(n / kBoundingPart, kColumnAlign);
+    const int64_t parts = std::min(splits, tf32_select_splits(resources.limits(), plan.query_rows, rows, min_splits));
+    bounding_rows = rows < n && parts * split_kc >= kc ? rows : 0;
   }
   // A tiled search's chunks are whole tiles, as a streamed base's: the GEMMs and selections of the
   // resident search, so the fast modes' results are the same too. (One chunk: copied, then searched.)
@@ -710,10 +726,10 @@ void Pass::allocate_search() {
     tiles[0] = PoolBuffer<float>(pool, tile_entries);
     tiles[1] = PoolBuffer<float>(pool, tile_entries);
     // initcheck does not see the writes of cuBLAS's tensor-core GEMMs (16-bit tiles, or float tiles
-    // of a 16-bit GEMM): zeroed once, on s0 (stream 1 waits for it).
+    // of a 16-bit GEMM): zeroed once while the pool keeps them, on s0 (stream 1 waits for it). Every
+    // call zeroing its tiles took 0.48 ms of a 7.5 ms search of Fashion-MNIST.
     if (mode != ComputeMode::fp32)
-      for (PoolBuffer<float>& tile : tiles)
-        QV_CUDA_CHECK(cudaMemsetAsync(tile.get(), 0, size_t(tile_entries) * sizeof(float), s0));
+      for (PoolBuffer<float>& tile : tiles) pool.zero_once(tile.get(), size_t(tile_entries) * sizeof(float), s0);
   }
   workspace = PoolBuffer<char>(pool, workspace_bytes);
   best_keys = PoolBuffer<float>(pool, nq * kc);
@@ -892,7 +908,9 @@ void Pass::search_resident() {
     if (gemv) {
       stream = s0;  // launched by run_pass
     } else if (fused) {
-      stream = search_fused(q0, rows, yc, yc_norms, 0, n);
+      const int64_t r0 = bounding_rows;
+      if (r0 > 0) search_fused(q0, rows, yc, yc_norms, 0, r0);
+      stream = search_fused(q0, rows, yc + r0 * dim, l2 ? yc_norms + r0 : nullptr, r0, n - r0);
     } else {
       for (int64_t c0 = 0; c0 < n; c0 += plan.columns) {
         stream = search_tile(q0, rows, c0, std::min(plan.columns, n - c0),

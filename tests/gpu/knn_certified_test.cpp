@@ -118,8 +118,8 @@ TEST(GpuKnnCertified, CertifiesTheBenchmarkShapeWithTf32) {
   }
 }
 
-// Up to 64 candidates (k = 17 .. 48) the fused kernel still runs the TF32 pass, each split keeping
-// its best 32 (knn.cu, kMaxTruncatedCandidates): on rows in random order the certificate, bounded by
+// Beyond 32 candidates (k above 16) the fused kernel still runs the TF32 pass, each split keeping
+// its best 32 (knn.cu, kTruncatedSplitsPerList): on rows in random order the certificate, bounded by
 // the full splits' last keys too, holds for every query. Rows stored cluster by cluster crowd a
 // query's neighbours into one or two splits: more than 32 of its candidates there, the bound
 // falls below them, and the query goes to the SGEMM pass; the results are exact either way.
@@ -128,7 +128,7 @@ TEST(GpuKnnCertified, TruncatedSplitsCertifyOrFallBack) {
   gpu::Resources& resources = testing::shared_resources();
   const int64_t n = testing::sized(20000, 12000), nq = 256;  // the fused kernel's least
   for (Metric metric : {Metric::l2, Metric::inner_product}) {
-    for (int64_t k : {17, 33, 48}) {
+    for (int64_t k : {17, 33, 48, 100}) {
       SCOPED_TRACE(::testing::Message() << metric_name(metric) << " k " << k);
       const Problem p = testing::uniform_problem(n, 128, nq, metric, uint32_t(20 + k));
       const Output o = search(resources, p, k);
