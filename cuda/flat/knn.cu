@@ -138,11 +138,18 @@ constexpr int64_t kTruncatedSplitsPerList = 4;
 // 17.8 / 26.2 / 64.3 ms (a part of 1 / 16: 18.9 / 26.3 / 62.7; 1 / 32: 19.2 / 26.7 / 69.3).
 constexpr int64_t kBoundingPart = 8;
 
+// Host queries of at least this many bytes arrive in kArrivingQueryTiles query tiles on a tiled
+// search of a resident base: each tile's copy (HostStaging's, on the copy stream) overlaps the tiles
+// before it on the device. Fashion-MNIST's 31 MB took 1.2 ms before its first GEMM.
+constexpr int64_t kArrivingQueryBytes = int64_t(8) << 20;
+constexpr int64_t kArrivingQueryTiles = 4;
+
 // The indices of Resources' events; Pass's accessors (chain_event() ...) name them by use.
 constexpr int kChainEvent = 0;    // after the latest selection or finalize
 constexpr int kTileDoneEvent = 1;  // and 2: a query tile's results are final (alternating)
 constexpr int kInputsEvent = 3;   // inputs uploaded and norms computed (on stream 0)
 constexpr int kChunkCopiedEvent = 4;  // and 5: a chunk is on the device (copy stream)
+constexpr int kQueryTileEvent = 4;    // resident passes: an arriving query tile is ready (copy stream)
 constexpr int kChunkFreeEvent = 6;    // and 7: a chunk's search is done
 constexpr int kChunkReadyEvent = 8;   // the current chunk's norms and half copy (stream 0)
 constexpr int kStatsEvent = 8;        // resident: the certificate's statistics (stream 1)
@@ -158,15 +165,15 @@ struct TilePlan {
   int64_t columns;     // base rows per tile (a multiple of kColumnAlign unless it covers all)
 };
 
-// Tiles of at most tile_floats entries: wide enough for the selection, then as many queries as fit;
-// if all queries fit, the leftover widens the tile. Query tiles are balanced.
-TilePlan plan_tiles(int64_t tile_floats, int64_t nq, int64_t n, int64_t k) {
+// Tiles of at most tile_floats entries: wide enough for the selection, then as many queries as fit,
+// at most max_query_rows; if those fit, the leftover widens the tile. Query tiles are balanced.
+TilePlan plan_tiles(int64_t tile_floats, int64_t nq, int64_t n, int64_t k, int64_t max_query_rows) {
   const int64_t all_columns = std::min(round_up(n, 4), kMaxTileColumns);
   int64_t columns = std::min(all_columns, round_up(std::max(kMinTileColumns, kColumnsPerK * k), kColumnAlign));
   int64_t query_rows = std::max<int64_t>(1, tile_floats / columns);
-  if (query_rows >= nq) {
-    query_rows = nq;
-    columns = std::min(all_columns, std::max(columns, tile_floats / nq / kColumnAlign * kColumnAlign));
+  if (query_rows >= max_query_rows) {
+    query_rows = max_query_rows;
+    columns = std::min(all_columns, std::max(columns, tile_floats / query_rows / kColumnAlign * kColumnAlign));
   }
   // Balanced column tiles: a short last one would leave its selection alone at the end, where a tile's
   // GEMM no longer overlaps the selection before it.
@@ -235,6 +242,7 @@ struct Shared {
   int64_t chunk_rows = 0;  // base rows per streamed or arriving chunk
   int64_t chunks_searched = 0;  // by the first pass, when it searched the base in chunks
   int64_t gemv_queries = 0;     // searched by the GEMV pass (gemv_select.h), over all passes
+  int64_t arriving_query_tiles = 0;  // by the first pass, when its host queries arrived tile by tile
   const float* y = nullptr;        // the base on the device (not streamed)
   const float* y_norms = nullptr;  // its squared norms (L2, not streamed)
   PoolBuffer<float> base_copy, norms_copy;
@@ -393,6 +401,8 @@ struct Pass {
   cudaStream_t search_fused(int64_t q0, int64_t rows, const float* part, const float* part_norms, int64_t first_row,
                             int64_t count);
   void search_gemv();
+  void upload_query_rows(int64_t q0, int64_t rows);
+  void arrive_query_tile(int64_t q0, int64_t rows);
   // Whether the GEMV pass gathers the base's statistics too (from the norms the L2 keys read).
   bool gemv_base_stats() const { return gemv && spec.certify && !stats_read_rows; }
   void upload_chunk(int64_t chunk);
@@ -415,6 +425,7 @@ struct Pass {
   cudaEvent_t chunk_free_event(int b) const { return resources.event(kChunkFreeEvent + b); }
   cudaEvent_t chunk_ready_event() const { return resources.event(kChunkReadyEvent); }
   cudaEvent_t stats_event() const { return resources.event(kStatsEvent); }
+  cudaEvent_t query_tile_event() const { return resources.event(kQueryTileEvent); }
 
   // ---- the inputs and what follows from them ----
   Shared& sh;
@@ -470,6 +481,8 @@ struct Pass {
   // rows (xc, yc, yc_norms; a streamed base's chunks are centred in place); the re-rank and the
   // direct tiles the original ones (x, y).
   PoolBuffer<float> query_copy;
+  bool queries_deferred = false;  // host queries large enough to arrive tile by tile, not yet copied
+  bool queries_arriving = false;  // they do: plan_search chose a tiled search of a resident base
   const float* x = nullptr;
   PoolBuffer<float> query_centred;
   const float* xc = nullptr;
@@ -577,11 +590,13 @@ Pass::Pass(Shared& shared, const float* query_data, int64_t query_count, int64_t
       gather_queries(std::max<int64_t>(1, chunk_rows / kc)) {}
 
 // The queries on the device (x), and for centred passes their centred copy (xc).
+// Large host queries wait for plan_search, which may have them arrive tile by tile
+// (kArrivingQueryBytes); the rest are copied now.
 void Pass::upload_queries() {
   x = queries;
-  if (memory_kind(queries, device) != MemoryKind::device) {
+  const MemoryKind kind = memory_kind(queries, device);
+  if (kind != MemoryKind::device) {
     query_copy = PoolBuffer<float>(pool, nq * dim);
-    copy_to_device(staging, device, query_copy.get(), queries, size_t(nq * dim) * sizeof(float), s0);
     x = query_copy.get();
   }
   xc = x;
@@ -589,9 +604,35 @@ void Pass::upload_queries() {
   yc_norms = centred && !streamed ? sh.centred_norms.get() : y_norms;
   if (centred) {
     query_centred = PoolBuffer<float>(pool, nq * dim);
-    launch_centre(x, nq, dim, sh.centre.get(), query_centred.get(), s0);
     xc = query_centred.get();
   }
+  queries_deferred = (kind == MemoryKind::host_pageable || kind == MemoryKind::host_pinned) && !half && !chunked &&
+                     nq * dim * int64_t(sizeof(float)) >= kArrivingQueryBytes;
+  if (!queries_deferred) upload_query_rows(0, nq);
+}
+
+// Queries [q0, q0 + rows) to the device where they are elsewhere, and centred where the pass is: on
+// stream 0, or for arriving ones on the copy stream, so that a tile's copy and centring do not wait
+// for the selections of the tile before.
+void Pass::upload_query_rows(int64_t q0, int64_t rows) {
+  const cudaStream_t stream = queries_arriving ? copy_stream : s0;
+  if (x != queries)
+    copy_to_device(staging, device, query_copy.get() + q0 * dim, queries + q0 * dim,
+                   size_t(rows * dim) * sizeof(float), stream);
+  if (centred) launch_centre(x + q0 * dim, rows, dim, sh.centre.get(), query_centred.get() + q0 * dim, stream);
+}
+
+// An arriving query tile, before its GEMMs: copied and centred, then its certificate statistics on
+// stream 1 (where base statistics and every other tile's GEMMs also run).
+void Pass::arrive_query_tile(int64_t q0, int64_t rows) {
+  upload_query_rows(q0, rows);
+  QV_CUDA_CHECK(cudaEventRecord(query_tile_event(), copy_stream));
+  cudaStream_t s1 = resources.stream(1);
+  QV_CUDA_CHECK(cudaStreamWaitEvent(s0, query_tile_event(), 0));
+  QV_CUDA_CHECK(cudaStreamWaitEvent(s1, query_tile_event(), 0));
+  if (!spec.certify) return;
+  launch_query_stats(xc + q0 * dim, rows, dim, query_stats.get() + 2 * q0, s1);
+  QV_CUDA_CHECK(cudaEventRecord(stats_event(), s1));
 }
 
 // The GEMM's operands: the (centred) floats, or for the 16-bit modes their half copies, made here
@@ -661,6 +702,7 @@ void Pass::plan_search() {
     plan = {nq, n};
     gemv_blocks = gemv_select_blocks(resources.limits(), nq, n, dim, kc);
     rerank_workspace_bytes = select_workspace_bytes<int32_t>(resources.limits(), nq, kc, k);
+    if (queries_deferred) upload_query_rows(0, nq);
     return;
   }
   // The TF32 pass in one kernel, where it takes the shape: no distance tiles, the splits' candidates
@@ -672,13 +714,25 @@ void Pass::plan_search() {
   fused = spec.kind == TileKind::tf32 && nq >= kMinFusedQueries && fused_rows >= kMinFusedRows &&
           reinterpret_cast<uintptr_t>(xc) % 16 == 0 && reinterpret_cast<uintptr_t>(yc) % 16 == 0 &&
           tf32_select_fits(resources.limits(), dim, split_kc, n);
-  plan = fused ? plan_fused(nq, n) : plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, kc);
+  const int64_t tile_floats = resources.tile_bytes() / int64_t(sizeof(float));
+  plan = fused ? plan_fused(nq, n) : plan_tiles(tile_floats, nq, n, kc, nq);
   min_splits = split_kc < kc ? kTruncatedSplitsPerList * kc / split_kc : 1;
   splits = fused ? tf32_select_splits(resources.limits(), plan.query_rows, fused_rows, min_splits) : 0;
   if (fused && splits * split_kc < kc) {  // too few splits to hold kc candidates
     fused = false;
-    plan = plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, kc);
+    plan = plan_tiles(tile_floats, nq, n, kc, nq);
     splits = 0;
+  }
+  // Deferred queries arrive by query tile on a tiled search; the fused kernel takes them whole.
+  queries_arriving = queries_deferred && !fused;
+  if (queries_arriving) {
+    // Their centring on the copy stream reads the centre stream 0 put on the device.
+    QV_CUDA_CHECK(cudaEventRecord(query_tile_event(), s0));
+    QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, query_tile_event(), 0));
+    plan = plan_tiles(tile_floats, nq, n, kc, (nq + kArrivingQueryTiles - 1) / kArrivingQueryTiles);
+    if (sh.arriving_query_tiles == 0) sh.arriving_query_tiles = (nq + plan.query_rows - 1) / plan.query_rows;
+  } else if (queries_deferred) {
+    upload_query_rows(0, nq);
   }
   // The bounding part, where its splits hold kc candidates (see kBoundingPart).
   if (fused && !chunked) {
@@ -784,7 +838,7 @@ void Pass::start_streams() {
   if (!spec.certify) return;
   cudaStream_t s1 = resources.stream(1);
   // The GEMV pass gathers the queries' (and from the norms the base's) itself, on stream 0.
-  if (!gemv) launch_query_stats(xc, nq, dim, query_stats.get(), s1);
+  if (!gemv && !queries_arriving) launch_query_stats(xc, nq, dim, query_stats.get(), s1);
   if (gemv_base_stats()) {
     QV_CUDA_CHECK(cudaEventRecord(stats_event(), s1));
     return;
@@ -912,6 +966,7 @@ void Pass::search_resident() {
       if (r0 > 0) search_fused(q0, rows, yc, yc_norms, 0, r0);
       stream = search_fused(q0, rows, yc + r0 * dim, l2 ? yc_norms + r0 : nullptr, r0, n - r0);
     } else {
+      if (queries_arriving) arrive_query_tile(q0, rows);
       for (int64_t c0 = 0; c0 < n; c0 += plan.columns) {
         stream = search_tile(q0, rows, c0, std::min(plan.columns, n - c0),
                              static_cast<const char*>(gemm_y) + size_t(c0 * depth) * gemm_value_bytes,
@@ -1090,6 +1145,13 @@ void Pass::finish_query_tile(int64_t q0, int64_t rows, int64_t t, cudaStream_t s
   QV_CUDA_CHECK(cudaEventRecord(chain_event(), stream));
   if (!outputs_on_device && !packed) {
     QV_CUDA_CHECK(cudaEventRecord(tile_done_event(int(t & 1)), stream));
+    // Arriving queries: the results come back together at the end, since a download waits on the
+    // host for its tile and would hold back the next tile's queries.
+    if (queries_arriving) {
+      pending = 0;
+      pending_rows = q0 + rows;
+      return;
+    }
     if (pending >= 0) download(pending, pending_rows, int((t - 1) & 1));
     pending = q0;
     pending_rows = rows;
@@ -1305,7 +1367,7 @@ void knn_search(Resources& resources, Metric metric, const float* base, const fl
   sh.n = n;
   sh.dim = dim;
   sh.filter = filter;
-  prepare(sh, plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, first.kc).columns,
+  prepare(sh, plan_tiles(resources.tile_bytes() / int64_t(sizeof(float)), nq, n, first.kc, nq).columns,
           is_half(first.kind));
   // The TF32 pass (and the SGEMM pass after it) on centred rows, where the data is far from the
   // origin; below kMinTf32Queries queries the centred copy would cost more than the search.
@@ -1342,6 +1404,7 @@ void knn_search(Resources& resources, Metric metric, const float* base, const fl
   }
   counts.chunks = sh.chunks_searched;
   counts.gemv = sh.gemv_queries;
+  counts.query_tiles = sh.arriving_query_tiles;
   session.finish();
   pass_counts = counts;
 }

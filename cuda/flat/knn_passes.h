@@ -20,6 +20,7 @@ struct KnnPassCounts {
   int64_t direct = 0;  // answered by the direct pass (exact distances to every row)
   int64_t chunks = 0;  // chunks of the base searched as they came to the device (0: resident first)
   int64_t gemv = 0;    // queries whose SGEMM pass ran as one GEMV with its selection (gemv_select.h)
+  int64_t query_tiles = 0;  // query tiles of the first pass whose host queries arrived tile by tile
 };
 
 // Zeros for the other modes and for calls that returned early (nq = 0, n = 0, errors before the search).

@@ -290,6 +290,43 @@ TEST(GpuKnnCertified, CentresDataFarFromTheOrigin) {
   }
 }
 
+// Host queries of 8 MiB or more on a tiled search arrive query tile by query tile (knn.cu,
+// kArrivingQueryBytes), each tile's copy beside the tiles before it on the device: results equal
+// those of the same queries in device memory (copied whole, one query tile), from pageable and
+// page-locked memory, on data near the origin and far from it (centred; most queries then go to
+// the SGEMM pass, whose host queries arrive too).
+TEST(GpuKnnCertified, LargeHostQueriesArriveByTile) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  const int64_t n = 3001, dim = 260, nq = 8200, k = 10;  // dim above the fused kernel's: GEMM tiles
+  uint32_t seed = 900;
+  for (float offset : {0.f, 1e3f}) {
+    SCOPED_TRACE(::testing::Message() << "offset " << offset);
+    const Problem p = offset_clusters(n, dim, nq, n / 100, offset, seed++);
+    const Output host = search(resources, p, k);
+    EXPECT_GT(gpu::last_knn_pass_counts().query_tiles, 1);
+
+    float* pinned = nullptr;
+    QV_ASSERT_CUDA(cudaMallocHost(&pinned, sizeof(float) * p.queries.size()));
+    std::copy(p.queries.begin(), p.queries.end(), pinned);
+    Output from_pinned{std::vector<float>(size_t(nq * k)), std::vector<int64_t>(size_t(nq * k))};
+    gpu::knn(resources, p.metric, p.base.data(), nullptr, p.n, p.dim, pinned, p.nq, k, from_pinned.dist.data(),
+             from_pinned.ids.data());
+    EXPECT_GT(gpu::last_knn_pass_counts().query_tiles, 1);
+    cudaFreeHost(pinned);
+
+    DeviceArray<float> device_queries(p.queries);
+    Output whole{std::vector<float>(size_t(nq * k)), std::vector<int64_t>(size_t(nq * k))};
+    gpu::knn(resources, p.metric, p.base.data(), nullptr, p.n, p.dim, device_queries.get(), p.nq, k,
+             whole.dist.data(), whole.ids.data());
+    EXPECT_EQ(gpu::last_knn_pass_counts().query_tiles, 0);
+    EXPECT_EQ(host.ids, whole.ids);
+    EXPECT_EQ(host.dist, whole.dist);
+    EXPECT_EQ(from_pinned.ids, whole.ids);
+    EXPECT_EQ(from_pinned.dist, whole.dist);
+  }
+}
+
 // Small integers: exact ties everywhere (the certificate fails where more than kc rows tie).
 TEST(GpuKnnCertified, TiesAndDuplicatesGoToTheSmallerRow) {
   QV_REQUIRE_GPU();
