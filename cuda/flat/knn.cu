@@ -62,12 +62,14 @@
 // A base in host memory within the budget is copied to the device whole, but the first pass does
 // not wait for the copy (Shared::arriving): it searches the base in chunks as they land in the copy,
 // the same way (the fused kernel once per chunk), so that only the last chunk's copy is not hidden
-// behind the search. After it, the base is resident for the re-rank and the later passes.
+// behind the search. After it, the base is resident for the re-rank and the later passes. Large
+// host queries on a tiled search of a resident base arrive the same way, a query tile at a time
+// (kArrivingQueryBytes).
 //
 // The code follows a pass in stages (run_pass, over one Pass): upload the queries, choose the GEMM's
 // operands (half copies), allocate the certificate's statistics, plan the tiles (or the fused kernel),
 // allocate the search's and the results' buffers, start the streams; then search a base on the device
-// (search_resident) or in chunks (search_chunked: upload_chunk, stage_chunk, search_chunk), each
+// (search_resident, arriving query tiles through arrive_query_tile) or in chunks (search_chunked: upload_chunk, stage_chunk, search_chunk), each
 // query tile ending in finish_query_tile; then deliver_results. knn runs the passes: the first over
 // every query, then the SGEMM and direct passes (run_subset) over the queries still unproven.
 #include <algorithm>
