@@ -36,9 +36,10 @@ class DevicePool {
   // cache is freed and the allocation retried; then out_of_device_memory is thrown.
   void* allocate(size_t bytes);
   void release(void* block) noexcept;
-  // Zeroes the first `bytes` of `block` (one this pool handed out) on `stream`, unless a call before
-  // did: the zeros stay with the block while the pool keeps it. For memory that a kernel writes in
-  // full where compute-sanitizer's initcheck does not see it (cuBLAS's tensor-core GEMM tiles).
+  // Zeroes the first `bytes` of `block` (one this pool handed out) on `stream` the first time only:
+  // later calls, whoever holds the block then, leave what it holds. For memory that a kernel writes
+  // in full where compute-sanitizer's initcheck does not see it (cuBLAS's tensor-core GEMM tiles):
+  // initcheck then counts it written, without a memset every call.
   void zero_once(void* block, size_t bytes, cudaStream_t stream);
   // Frees every cached (unused) block.
   void trim() noexcept;
