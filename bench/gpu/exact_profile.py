@@ -10,7 +10,6 @@ usage: python3 bench/gpu/exact_profile.py [--data fashion|rand] [--k K] [--mode 
               the kernels, copies and long runtime calls in order, in ms from the first event.
 """
 import argparse
-import ctypes
 import json
 import os
 import statistics
@@ -22,6 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "graph"))
 import graph_vs_hnswlib as common  # noqa: E402
+from song_bench import CudaRuntime  # noqa: E402
 
 
 def main():
@@ -52,7 +52,9 @@ def main():
         index.search(queries, args.k)
 
     if args.mode == "ncu":
-        runtime = ctypes.CDLL("libcudart.so")
+        runtime = CudaRuntime().rt
+        if runtime is None:
+            sys.exit("--mode ncu needs libcudart.so")
         runtime.cudaProfilerStart()
         index.search(queries, args.k)
         runtime.cudaDeviceSynchronize()

@@ -67,8 +67,8 @@
 // (kArrivingQueryBytes).
 //
 // The code follows a pass in stages (run_pass, over one Pass): upload the queries, choose the GEMM's
-// operands (half copies), allocate the certificate's statistics, plan the tiles (or the fused kernel),
-// allocate the search's and the results' buffers, start the streams; then search a base on the device
+// operands (half copies), allocate the certificate's statistics, plan the tiles (or the fused kernel)
+// and start the queries that waited for the plan, allocate the search's and the results' buffers, start the streams; then search a base on the device
 // (search_resident, arriving query tiles through arrive_query_tile) or in chunks (search_chunked: upload_chunk, stage_chunk, search_chunk), each
 // query tile ending in finish_query_tile; then deliver_results. knn runs the passes: the first over
 // every query, then the SGEMM and direct passes (run_subset) over the queries still unproven.
@@ -389,6 +389,7 @@ struct Pass {
   void choose_gemm_operands();
   void allocate_certificate();
   void plan_search();
+  void start_queries();
   void allocate_search();
   void allocate_results();
   void start_streams();
@@ -593,7 +594,7 @@ Pass::Pass(Shared& shared, const float* query_data, int64_t query_count, int64_t
 
 // The queries on the device (x), and for centred passes their centred copy (xc).
 // Large host queries wait for plan_search, which may have them arrive tile by tile
-// (kArrivingQueryBytes); the rest are copied now.
+// (kArrivingQueryBytes), and start_queries; the rest are copied now.
 void Pass::upload_queries() {
   x = queries;
   const MemoryKind kind = memory_kind(queries, device);
@@ -611,6 +612,18 @@ void Pass::upload_queries() {
   queries_deferred = (kind == MemoryKind::host_pageable || kind == MemoryKind::host_pinned) && !half && !chunked &&
                      nq * dim * int64_t(sizeof(float)) >= kArrivingQueryBytes;
   if (!queries_deferred) upload_query_rows(0, nq);
+}
+
+// Deferred queries after plan_search: copied whole now, unless they arrive by query tile
+// (search_resident), whose centring on the copy stream reads the centre stream 0 put on the device.
+void Pass::start_queries() {
+  if (!queries_deferred) return;
+  if (!queries_arriving) {
+    upload_query_rows(0, nq);
+    return;
+  }
+  QV_CUDA_CHECK(cudaEventRecord(query_tile_event(), s0));
+  QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, query_tile_event(), 0));
 }
 
 // Queries [q0, q0 + rows) to the device where they are elsewhere, and centred where the pass is: on
@@ -704,7 +717,6 @@ void Pass::plan_search() {
     plan = {nq, n};
     gemv_blocks = gemv_select_blocks(resources.limits(), nq, n, dim, kc);
     rerank_workspace_bytes = select_workspace_bytes<int32_t>(resources.limits(), nq, kc, k);
-    if (queries_deferred) upload_query_rows(0, nq);
     return;
   }
   // The TF32 pass in one kernel, where it takes the shape: no distance tiles, the splits' candidates
@@ -728,13 +740,8 @@ void Pass::plan_search() {
   // Deferred queries arrive by query tile on a tiled search; the fused kernel takes them whole.
   queries_arriving = queries_deferred && !fused;
   if (queries_arriving) {
-    // Their centring on the copy stream reads the centre stream 0 put on the device.
-    QV_CUDA_CHECK(cudaEventRecord(query_tile_event(), s0));
-    QV_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, query_tile_event(), 0));
     plan = plan_tiles(tile_floats, nq, n, kc, (nq + kArrivingQueryTiles - 1) / kArrivingQueryTiles);
     if (sh.arriving_query_tiles == 0) sh.arriving_query_tiles = (nq + plan.query_rows - 1) / plan.query_rows;
-  } else if (queries_deferred) {
-    upload_query_rows(0, nq);
   }
   // The bounding part, where its splits hold kc candidates (see kBoundingPart).
   if (fused && !chunked) {
@@ -1196,6 +1203,7 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   pass.choose_gemm_operands();
   pass.allocate_certificate();
   pass.plan_search();
+  pass.start_queries();
   pass.allocate_search();
   pass.allocate_results();
   if (pass.gemv) pass.search_gemv();

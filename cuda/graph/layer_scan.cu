@@ -164,14 +164,9 @@ void scan_layer(const GraphDevice& layer, int64_t starts, int64_t nq, const floa
   const dim3 grid{unsigned(parts), unsigned(nq)};
   const bool vec4 = layer.dim % 4 == 0 && reinterpret_cast<uintptr_t>(queries) % 16 == 0 &&
                     reinterpret_cast<uintptr_t>(layer.vectors.get()) % 16 == 0;
-  if (vec4)
-    scan_rows_kernel<true><<<grid, kWarps * kWarp, 0, stream>>>(layer.vectors.get(), layer.rows, int(layer.dim),
-                                                                inner_product, queries, int(starts),
-                                                                part_keys.get(), part_rows.get());
-  else
-    scan_rows_kernel<false><<<grid, kWarps * kWarp, 0, stream>>>(layer.vectors.get(), layer.rows, int(layer.dim),
-                                                                 inner_product, queries, int(starts),
-                                                                 part_keys.get(), part_rows.get());
+  const auto scan_rows = vec4 ? scan_rows_kernel<true> : scan_rows_kernel<false>;
+  scan_rows<<<grid, kWarps * kWarp, 0, stream>>>(layer.vectors.get(), layer.rows, int(layer.dim), inner_product,
+                                                 queries, int(starts), part_keys.get(), part_rows.get());
   QV_LAUNCH_CHECK("scan_rows_kernel");
   constexpr int kMergeThreads = 128;  // 4 queries a block, a warp each
   merge_parts_kernel<<<unsigned((nq * kWarp + kMergeThreads - 1) / kMergeThreads), kMergeThreads, 0, stream>>>(

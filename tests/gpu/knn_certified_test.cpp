@@ -71,12 +71,14 @@ struct Output {
   std::vector<int64_t> ids;
 };
 
-Output search(gpu::Resources& resources, const Problem& p, int64_t k, const std::vector<uint8_t>* filter = nullptr) {
+// `queries`: p.queries, or a copy of them in other memory.
+Output search(gpu::Resources& resources, const Problem& p, int64_t k, const std::vector<uint8_t>* filter = nullptr,
+              const float* queries = nullptr) {
   Output o{std::vector<float>(size_t(p.nq * k), 12345.f), std::vector<int64_t>(size_t(p.nq * k), 12345)};
   gpu::RowFilter f;
   if (filter) f = {filter->data(), int64_t(filter->size()) * 8};
-  gpu::knn(resources, p.metric, p.base.data(), nullptr, p.n, p.dim, p.queries.data(), p.nq, k, o.dist.data(),
-           o.ids.data(), f);
+  gpu::knn(resources, p.metric, p.base.data(), nullptr, p.n, p.dim, queries != nullptr ? queries : p.queries.data(),
+           p.nq, k, o.dist.data(), o.ids.data(), f);
   return o;
 }
 
@@ -309,16 +311,12 @@ TEST(GpuKnnCertified, LargeHostQueriesArriveByTile) {
     float* pinned = nullptr;
     QV_ASSERT_CUDA(cudaMallocHost(&pinned, sizeof(float) * p.queries.size()));
     std::copy(p.queries.begin(), p.queries.end(), pinned);
-    Output from_pinned{std::vector<float>(size_t(nq * k)), std::vector<int64_t>(size_t(nq * k))};
-    gpu::knn(resources, p.metric, p.base.data(), nullptr, p.n, p.dim, pinned, p.nq, k, from_pinned.dist.data(),
-             from_pinned.ids.data());
+    const Output from_pinned = search(resources, p, k, nullptr, pinned);
     EXPECT_GT(gpu::last_knn_pass_counts().query_tiles, 1);
     cudaFreeHost(pinned);
 
     DeviceArray<float> device_queries(p.queries);
-    Output whole{std::vector<float>(size_t(nq * k)), std::vector<int64_t>(size_t(nq * k))};
-    gpu::knn(resources, p.metric, p.base.data(), nullptr, p.n, p.dim, device_queries.get(), p.nq, k,
-             whole.dist.data(), whole.ids.data());
+    const Output whole = search(resources, p, k, nullptr, device_queries.get());
     EXPECT_EQ(gpu::last_knn_pass_counts().query_tiles, 0);
     EXPECT_EQ(host.ids, whole.ids);
     EXPECT_EQ(host.dist, whole.dist);
