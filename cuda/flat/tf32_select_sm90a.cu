@@ -18,11 +18,14 @@ using tf32::kPending;
 using tf32::QueryLists;
 using tf32::start_bound;
 
-// Two warpgroups. Each multiplies its 64 queries (the M of the products, held in registers for the
-// block's life) by the block's tile of base rows (the N, in shared memory), 8 values per product.
-constexpr int kThreads = 256;
+// Two warpgroups select. Each multiplies its 64 queries (the M of the products, held in registers for
+// the block's life) by the block's tile of base rows (the N, in shared memory), 8 values per product,
+// then selects from the products; the two take turns at the tensor cores, so that one multiplies
+// while the other selects (ping-pong). A ninth warp copies the tiles in.
 constexpr int kWarpgroupThreads = 128;
-constexpr int kWarps = kThreads / kWarpSize;
+constexpr int kSelectThreads = 2 * kWarpgroupThreads;
+constexpr int kWarps = kSelectThreads / kWarpSize;  // the selecting warps
+constexpr int kThreads = kSelectThreads + kWarpSize;  // and the copying warp
 constexpr int kQueries = 128;
 constexpr int kGroupQueries = 64;
 constexpr int kWarpQueries = 16;  // the accumulator rows of one warp: its queries, which it alone selects for
@@ -37,11 +40,11 @@ static_assert(kWarps * kWarpQueries == kQueries, "the warps cover the query tile
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int padded_depth(int64_t dim) { return static_cast<int>(ceil_div(dim, kDepthStep) * kDepthStep); }
 
-// Shared memory: kStages base tiles with their rows' biases and barriers, the query lists, and room to
-// align the tiles to 1024 bytes.
+// Shared memory: kStages base tiles with their rows' biases and two barriers each, the query lists,
+// and room to align the tiles to 1024 bytes.
 constexpr int kTileAlign = 1024;
 size_t shared_bytes(int64_t dim) {
-  return size_t(kStages * (kRows * padded_depth(dim) + kRows + 2) + tf32::lists_words(kQueries)) * 4 + kTileAlign;
+  return size_t(kStages * (kRows * padded_depth(dim) + kRows + 4) + tf32::lists_words(kQueries)) * 4 + kTileAlign;
 }
 
 // A base tile as the products read it: K-major with the 128-byte swizzle. The tile is kDepth / 32
@@ -62,8 +65,22 @@ __device__ __forceinline__ uint64_t tile_descriptor(const float* tile, int step)
 // The tensor-memory-accelerator copies of the base tiles: one thread asks for a tile (a box of
 // kRows rows x 32 values per block, swizzled as above, zeros past n and past dim) and the block's
 // threads wait on the tile's barrier, which counts the bytes in.
-__device__ __forceinline__ void barrier_init(uint64_t* barrier) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(shared_address(barrier)));
+__device__ __forceinline__ void barrier_init(uint64_t* barrier, int arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(barrier)), "r"(arrivals));
+}
+
+__device__ __forceinline__ void barrier_arrive(uint64_t* barrier) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(barrier)) : "memory");
+}
+
+// Named barriers between the two selecting warpgroups (0 is __syncthreads'): one waits for its turn
+// at the tensor cores, the other arrives to give it.
+__device__ __forceinline__ void turn_wait(int id) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(kSelectThreads) : "memory");
+}
+
+__device__ __forceinline__ void turn_give(int id) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "n"(kSelectThreads) : "memory");
 }
 
 __device__ __forceinline__ void barrier_expect(uint64_t* barrier, uint32_t bytes) {
@@ -129,8 +146,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kSteps = kDepth / 8;
   float* tiles = shared + (kTileAlign - shared_address(shared) % kTileAlign) % kTileAlign / 4;
   float* biases = tiles + kStages * kRows * kDepth;  // per tile: ||y||^2 (L2) or 0, NaN past the split
-  uint64_t* full = reinterpret_cast<uint64_t*>(biases + kStages * kRows);  // per tile: its copies are in
-  const QueryLists lists = QueryLists::place(reinterpret_cast<float*>(full + kStages), kQueries);
+  uint64_t* full = reinterpret_cast<uint64_t*>(biases + kStages * kRows);  // per stage: its tile is in
+  uint64_t* empty = full + kStages;  // per stage: every selecting warp is done with its tile
+  const QueryLists lists = QueryLists::place(reinterpret_cast<float*>(empty + kStages), kQueries);
 
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid % kWarpSize, warp = tid / kWarpSize;
@@ -142,34 +160,34 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tile_count = (row_end - row_begin + kRows - 1) / kRows;
 
   if (tid == 0) {
-    for (int i = 0; i < kStages; ++i) barrier_init(&full[i]);
+    for (int i = 0; i < kStages; ++i) {
+      barrier_init(&full[i], 1);
+      barrier_init(&empty[i], kWarps);
+    }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
-  // Starts tile t's copies: its rows (one thread) and their biases.
-  auto load_tile = [&](int t) {
-    const int first = row_begin + t * kRows;
-    const int stage = t % kStages;
-    if (tid == 0) {
-      barrier_expect(&full[stage], kRows * kDepth * 4);
+
+  if (warp == kWarps) {
+    // ---- the copying warp: tile t into stage t % kStages once every selecting warp is done with
+    // tile t - kStages there: its rows (the tensor memory accelerator, asked by lane 0) and their
+    // biases (||y||^2 for L2, else 0; NaN past the split: never offered) ----
+    for (int t = 0; t < tile_count; ++t) {
+      const int stage = t % kStages;
+      if (t >= kStages) barrier_wait(&empty[stage], (t / kStages - 1) % 2);
+      const int first = row_begin + t * kRows;
+      for (int i = lane; i < kRows; i += kWarpSize)
+        biases[stage * kRows + i] =
+            first + i >= row_end ? __int_as_float(0x7fffffff) : l2 ? norms[first + i] : 0.f;
+      __syncwarp();  // the biases are written before lane 0's arrival releases them
+      if (lane == 0) {
+        barrier_expect(&full[stage], kRows * kDepth * 4);
 #pragma unroll
-      for (int b = 0; b < kDepth / kBlockValues; ++b)
-        copy_box(tiles + stage * kRows * kDepth + b * kBlockFloats, y, b * kBlockValues, first, &full[stage]);
-    }
-    if (tid < kRows) {
-      float* bias = biases + stage * kRows + tid;
-      if (first + tid >= row_end) {
-        *bias = __int_as_float(0x7fffffff);  // never offered
-      } else if (l2) {
-        copy_word4(bias, norms + first + tid);
-      } else {
-        *bias = 0.f;
+        for (int b = 0; b < kDepth / kBlockValues; ++b)
+          copy_box(tiles + stage * kRows * kDepth + b * kBlockFloats, y, b * kBlockValues, first, &full[stage]);
       }
     }
-  };
-  for (int t = 0; t < kStages - 1; ++t) {
-    if (t < tile_count) load_tile(t);
-    commit_copies();
+    return;
   }
 
   // The warp's queries: its accumulator rows. Thread (group, member) holds queries group and
@@ -187,27 +205,31 @@ __global__ void __launch_bounds__(kThreads, 1)
       a[s][i] = q < nq && col < dim ? __float_as_uint(x[int64_t(q) * dim + col]) : 0u;
     }
 
+  // Turns: warpgroup w multiplies after barrier 1 + w, then gives the other its turn. Warpgroup 0
+  // starts; it takes one turn more than it is given in the loop (balanced after it).
+  const int warpgroup = tid / kWarpgroupThreads;
+  const int my_turn = 1 + warpgroup, their_turn = 2 - warpgroup;
+  if (warpgroup == 1) turn_give(their_turn);
+
   const float alpha = l2 ? -2.f : -1.f;
   float acc[kAccumulators];
 #pragma unroll
   for (int i = 0; i < kAccumulators; ++i) acc[i] = 0.f;
   for (int t = 0; t < tile_count; ++t) {
-    const float* tile = tiles + t % kStages * kRows * kDepth;
-    wait_copies<kStages - 2>();
-    __syncthreads();  // the tile's biases are in, and no warpgroup still reads the tile before it
-    barrier_wait(&full[t % kStages], t / kStages % 2);
+    const int stage = t % kStages;
+    const float* tile = tiles + stage * kRows * kDepth;
+    barrier_wait(&full[stage], t / kStages % 2);
 
+    turn_wait(my_turn);
     pin(acc);
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
     for (int s = 0; s < kSteps; ++s) multiply(acc, a[s], tile_descriptor(tile, s), s);
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    // The copies kStages - 1 tiles ahead start while the products run.
-    if (t + kStages - 1 < tile_count) load_tile(t + kStages - 1);
-    commit_copies();
+    turn_give(their_turn);
 
     const int tile_row = row_begin + t * kRows;
-    const float* tile_bias = biases + t % kStages * kRows + 2 * member;
+    const float* tile_bias = biases + stage * kRows + 2 * member;
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     pin(acc);
 
@@ -251,8 +273,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (;;) {
       __syncwarp();  // every offer is in
       // Lane l < 16 looks at the warp's query l.
-      const bool full = lane < kWarpQueries && lists.counts[warp_query + lane] >= kPending;
-      for (unsigned mask = __ballot_sync(kFullWarp, full); mask != 0; mask &= mask - 1)
+      const bool full_list = lane < kWarpQueries && lists.counts[warp_query + lane] >= kPending;
+      for (unsigned mask = __ballot_sync(kFullWarp, full_list); mask != 0; mask &= mask - 1)
         lists.merge(warp_query + __ffs(mask) - 1, kc, lane);
       __syncwarp();  // the merged limits are in
       if (!__any_sync(kFullWarp, refused != 0)) break;
@@ -269,7 +291,10 @@ __global__ void __launch_bounds__(kThreads, 1)
             if ((again & bit) != 0 && !offer(j, h, e)) refused |= bit;
           }
     }
+    // The warp is done with the stage (its products and biases): the copying warp may refill it.
+    if (lane == 0) barrier_arrive(&empty[stage]);
   }
+  if (warpgroup == 0) turn_wait(my_turn);  // the turn warpgroup 1 gave last
 
   // ---- each of the warp's queries: its kc best of the split ----
   for (int q = warp_query; q < warp_query + kWarpQueries && q0 + q < nq; ++q) {
