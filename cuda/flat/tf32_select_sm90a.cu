@@ -228,37 +228,52 @@ __global__ void __launch_bounds__(kThreads, 1)
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     turn_give(their_turn);
 
+    // The tile's biases and the warp's limits, loaded while the products finish.
     const int tile_row = row_begin + t * kRows;
     const float* tile_bias = biases + stage * kRows + 2 * member;
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    pin(acc);
-
-    // ---- the tile's keys: acc[4 j + 2 h + e] is query group + 8 h of the warp's, row 8 j + 2 member + e
-    // of the tile. Keys within their query's limit are offered; a thread offers its kRows / 4 keys of a
-    // query only when their minimum is. Offers beyond a pending list's room are refused, kept in `refused`
-    // and offered again once the warp has merged its full lists ----
+    float2 bias[kRows / 8];
+#pragma unroll
+    for (int j = 0; j < kRows / 8; ++j) bias[j] = *reinterpret_cast<const float2*>(tile_bias + 8 * j);
     float limit[2];
     auto load_limits = [&] {
 #pragma unroll
       for (int h = 0; h < 2; ++h) limit[h] = lists.limits[warp_query + group + 8 * h];
     };
+    load_limits();
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    pin(acc);
+
+    // ---- the tile's keys, in place of the products: acc[4 j + 2 h + e] is query group + 8 h of the
+    // warp's, row 8 j + 2 member + e of the tile. Keys within their query's limit are offered; a thread
+    // offers its kRows / 4 keys of a query only when their minimum is. Offers beyond a pending list's
+    // room are refused, kept in `refused` and offered again once the warp has merged its full lists ----
+#pragma unroll
+    for (int j = 0; j < kRows / 8; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        acc[4 * j + 2 * h] = fmaf(alpha, acc[4 * j + 2 * h], bias[j].x);
+        acc[4 * j + 2 * h + 1] = fmaf(alpha, acc[4 * j + 2 * h + 1], bias[j].y);
+      }
+    // The warp is done with the stage (its products and biases): the copying warp may refill it.
+    __syncwarp();
+    if (lane == 0) barrier_arrive(&empty[stage]);
     auto offer = [&](int j, int h, int e) {
-      const float key = fmaf(alpha, acc[4 * j + 2 * h + e], tile_bias[8 * j + e]);
+      const float key = acc[4 * j + 2 * h + e];
       if (!(key <= limit[h])) return true;
       const int row = row_offset + tile_row + 8 * j + 2 * member + e;
       if (!allowed(filter, filter_bits, row)) return true;
       return lists.offer(warp_query + group + 8 * h, key, row);
     };
-    load_limits();
-    float smallest[2] = {kInf, kInf};
+    // Each query's smallest key of the thread, as four independent chains (short latency).
+    float smallest[2];
 #pragma unroll
-    for (int j = 0; j < kRows / 8; ++j) {
-      const float2 bias = *reinterpret_cast<const float2*>(tile_bias + 8 * j);
+    for (int h = 0; h < 2; ++h) {
+      float chain[4] = {kInf, kInf, kInf, kInf};
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        smallest[h] = fminf(smallest[h], fmaf(alpha, acc[4 * j + 2 * h], bias.x));
-        smallest[h] = fminf(smallest[h], fmaf(alpha, acc[4 * j + 2 * h + 1], bias.y));
-      }
+      for (int j = 0; j < kRows / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) chain[j % 2 * 2 + e] = fminf(chain[j % 2 * 2 + e], acc[4 * j + 2 * h + e]);
+      smallest[h] = fminf(fminf(chain[0], chain[1]), fminf(chain[2], chain[3]));
     }
     uint64_t refused = 0;
 #pragma unroll
@@ -291,8 +306,6 @@ __global__ void __launch_bounds__(kThreads, 1)
             if ((again & bit) != 0 && !offer(j, h, e)) refused |= bit;
           }
     }
-    // The warp is done with the stage (its products and biases): the copying warp may refill it.
-    if (lane == 0) barrier_arrive(&empty[stage]);
   }
   if (warpgroup == 0) turn_wait(my_turn);  // the turn warpgroup 1 gave last
 
