@@ -275,6 +275,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int e = 0; e < 2; ++e) chain[j % 2 * 2 + e] = fminf(chain[j % 2 * 2 + e], acc[4 * j + 2 * h + e]);
       smallest[h] = fminf(fminf(chain[0], chain[1]), fminf(chain[2], chain[3]));
     }
+    // Most tiles offer nothing to any of the warp's queries: no list can have filled.
+    if (!__any_sync(kFullWarp, smallest[0] <= limit[0] || smallest[1] <= limit[1])) continue;
     uint64_t refused = 0;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
