@@ -67,7 +67,8 @@ def main():
             t1 = time.perf_counter()
         with tempfile.NamedTemporaryFile(suffix=".json") as f:
             prof.export_chrome_trace(f.name)
-            events = [e for e in json.load(open(f.name))["traceEvents"] if e.get("ph") == "X"]
+            with open(f.name) as trace:
+                events = [e for e in json.load(trace)["traceEvents"] if e.get("ph") == "X"]
         start = min(e["ts"] for e in events)
         print(f"{name}, k = {args.k}: one search {1e3 * (t1 - t0):.3f} ms under the profiler")
         for e in sorted(events, key=lambda e: e["ts"]):

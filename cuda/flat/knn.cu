@@ -68,8 +68,9 @@
 //
 // The code follows a pass in stages (run_pass, over one Pass): upload the queries, choose the GEMM's
 // operands (half copies), allocate the certificate's statistics, plan the tiles (or the fused kernel)
-// and start the queries that waited for the plan, allocate the search's and the results' buffers, start the streams; then search a base on the device
-// (search_resident, arriving query tiles through arrive_query_tile) or in chunks (search_chunked: upload_chunk, stage_chunk, search_chunk), each
+// and start the queries that waited for the plan, allocate the search's and the results' buffers,
+// start the streams; then search a base on the device (search_resident, arriving query tiles through
+// arrive_query_tile) or in chunks (search_chunked: upload_chunk, stage_chunk, search_chunk), each
 // query tile ending in finish_query_tile; then deliver_results. knn runs the passes: the first over
 // every query, then the SGEMM and direct passes (run_subset) over the queries still unproven.
 #include <algorithm>
@@ -728,21 +729,21 @@ void Pass::plan_search() {
   fused = spec.kind == TileKind::tf32 && nq >= kMinFusedQueries && fused_rows >= kMinFusedRows &&
           reinterpret_cast<uintptr_t>(xc) % 16 == 0 && reinterpret_cast<uintptr_t>(yc) % 16 == 0 &&
           tf32_select_fits(resources.limits(), dim, split_kc, n);
+  // Deferred queries arrive by query tile on a tiled search (kArrivingQueryTiles of them); the fused
+  // kernel takes them whole.
   const int64_t tile_floats = resources.tile_bytes() / int64_t(sizeof(float));
-  plan = fused ? plan_fused(nq, n) : plan_tiles(tile_floats, nq, n, kc, nq);
+  const int64_t tiled_query_rows = queries_deferred ? (nq + kArrivingQueryTiles - 1) / kArrivingQueryTiles : nq;
+  plan = fused ? plan_fused(nq, n) : plan_tiles(tile_floats, nq, n, kc, tiled_query_rows);
   min_splits = split_kc < kc ? kTruncatedSplitsPerList * kc / split_kc : 1;
   splits = fused ? tf32_select_splits(resources.limits(), plan.query_rows, fused_rows, min_splits) : 0;
   if (fused && splits * split_kc < kc) {  // too few splits to hold kc candidates
     fused = false;
-    plan = plan_tiles(tile_floats, nq, n, kc, nq);
+    plan = plan_tiles(tile_floats, nq, n, kc, tiled_query_rows);
     splits = 0;
   }
-  // Deferred queries arrive by query tile on a tiled search; the fused kernel takes them whole.
   queries_arriving = queries_deferred && !fused;
-  if (queries_arriving) {
-    plan = plan_tiles(tile_floats, nq, n, kc, (nq + kArrivingQueryTiles - 1) / kArrivingQueryTiles);
-    if (sh.arriving_query_tiles == 0) sh.arriving_query_tiles = (nq + plan.query_rows - 1) / plan.query_rows;
-  }
+  if (queries_arriving && sh.arriving_query_tiles == 0)
+    sh.arriving_query_tiles = (nq + plan.query_rows - 1) / plan.query_rows;
   // The bounding part, where its splits hold kc candidates (see kBoundingPart).
   if (fused && !chunked) {
     const int64_t rows = round_up(n / kBoundingPart, kColumnAlign);

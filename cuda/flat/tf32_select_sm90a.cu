@@ -62,9 +62,9 @@ __device__ __forceinline__ uint64_t tile_descriptor(const float* tile, int step)
   return ((address & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | ((group_stride >> 4) << 32) | (uint64_t(1) << 62);
 }
 
-// The tensor-memory-accelerator copies of the base tiles: one thread asks for a tile (a box of
-// kRows rows x 32 values per block, swizzled as above, zeros past n and past dim) and the block's
-// threads wait on the tile's barrier, which counts the bytes in.
+// The tensor-memory-accelerator copies of the base tiles: the copying warp's lane 0 asks for a tile
+// (a box of kRows rows x 32 values per block, swizzled as above, zeros past n and past dim) and the
+// selecting warps wait on the tile's barrier, which counts the bytes in.
 __device__ __forceinline__ void barrier_init(uint64_t* barrier, int arrivals) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(barrier)), "r"(arrivals));
 }
