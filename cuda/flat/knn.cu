@@ -31,8 +31,9 @@
 // they are computed, each block's splits of the base giving kc candidates per query that one
 // selection merges into the running best. Over a base in chunks (below) each chunk is one launch
 // whose lists start at the running kc-th best, so a chunk costs no more than its rows; a resident
-// base is searched in two such parts (kBoundingPart). No distance tile is written; the re-rank and
-// the certificate follow as above. A certified pass of more candidates takes it too, each split
+// base is searched in two such parts (kBoundingPart), the first starting from the kc-th best of a
+// sample of rows searched by one GEMM tile (kSampleRows). No other distance tile is written; the
+// re-rank and the certificate follow as above. A certified pass of more candidates takes it too, each split
 // (at least 4 kc / 32 of them) giving only its best 32: a row a full split dropped
 // may be closer than the selection's last, so the certificate bounds the rows left out by the
 // smallest last key of the full splits as well (certify.h's launch_split_bounds); queries whose
@@ -140,6 +141,14 @@ constexpr int64_t kTruncatedSplitsPerList = 4;
 // bound already near the end result. H200, k = 10 / 100 / 1024: 19.8 / 27.6 / 69.9 ->
 // 17.8 / 26.2 / 64.3 ms (a part of 1 / 16: 18.9 / 26.3 / 62.7; 1 / 32: 19.2 / 26.7 / 69.3).
 constexpr int64_t kBoundingPart = 8;
+// ... and the bounding part's lists start from a bound themselves: the kc-th best of the base's first
+// kSampleRows rows, searched by one cuBLAS tile and its selection. A list that starts empty fills
+// from kc (1 + ln(rows / kc)) offers, merged kPending at a time, while the tensor cores wait: most of
+// the bounding part's time, and all of a small batch's (one query tile over ~120 splits of a few
+// thousand rows). The selection reads each key of the tile once.
+constexpr int64_t kSampleRows = 8192;
+// Up to this many candidates: a selection of more from the sample's rows costs more than it saves.
+constexpr int64_t kSampleMaxCandidates = 256;
 
 // Host queries of at least this many bytes arrive in kArrivingQueryTiles query tiles on a tiled
 // search of a resident base: each tile's copy (HostStaging's, on the copy stream) overlaps the tiles
@@ -401,7 +410,8 @@ struct Pass {
   // Their steps.
   void check_overflow();
   void gather_base_stats(const float* rows, const float* norms, int64_t count, cudaStream_t stream);
-  cudaStream_t search_tile(int64_t q0, int64_t rows, int64_t c0, int64_t cols, const void* tile_y, const float* bias);
+  cudaStream_t search_tile(int64_t q0, int64_t rows, int64_t c0, int64_t cols, const void* tile_y, const float* bias,
+                           int slot = -1);
   cudaStream_t search_fused(int64_t q0, int64_t rows, const float* part, const float* part_norms, int64_t first_row,
                             int64_t count);
   void search_gemv();
@@ -512,6 +522,7 @@ struct Pass {
   TilePlan plan{};
   int64_t min_splits = 1;
   int64_t bounding_rows = 0;  // fused, resident: rows of the part searched first (kBoundingPart)
+  int64_t sample_rows = 0;    // ... of which the first ones by one tile (kSampleRows)
   int64_t splits = 0;  // the most splits of one launch
   int64_t workspace_bytes = 0;
   int64_t rerank_workspace_bytes = 0;
@@ -749,6 +760,9 @@ void Pass::plan_search() {
     const int64_t rows = round_up(n / kBoundingPart, kColumnAlign);
     const int64_t parts = std::min(splits, tf32_select_splits(resources.limits(), plan.query_rows, rows, min_splits));
     bounding_rows = rows < n && parts * split_kc >= kc ? rows : 0;
+    const int64_t tile_floats = resources.tile_bytes() / int64_t(sizeof(float));
+    const int64_t sample = std::min(kSampleRows, tile_floats / plan.query_rows / kColumnAlign * kColumnAlign);
+    sample_rows = bounding_rows >= 2 * sample && kc <= kSampleMaxCandidates && sample >= kc ? sample : 0;
   }
   // A tiled search's chunks are whole tiles, as a streamed base's: the GEMMs and selections of the
   // resident search, so the fast modes' results are the same too. (One chunk: copied, then searched.)
@@ -764,6 +778,7 @@ void Pass::plan_search() {
   for (int64_t rows : {plan.query_rows, last_query_rows}) {
     if (fused) {
       select_workspace(rows, splits * split_kc);  // the splits' candidates
+      select_workspace(rows, sample_rows);        // the sample's tile
     } else {
       for (int64_t cols : {plan.columns, last_columns, std::min(plan.columns, chunk_rows % plan.columns)})
         select_workspace(rows, cols);
@@ -785,6 +800,17 @@ void Pass::allocate_search() {
     split_keys = PoolBuffer<float>(pool, plan.query_rows * splits * split_kc);
     split_rows = PoolBuffer<int32_t>(pool, plan.query_rows * splits * split_kc);
     if (split_kc < kc) split_bounds = PoolBuffer<float>(pool, nq);
+    // The sample's tile; without the memory for it, the bounding part starts unbounded.
+    if (sample_rows > 0) {
+      const int64_t entries = plan.query_rows * round_up(sample_rows, tile_align);
+      try {
+        tiles[0] = PoolBuffer<float>(pool, entries);
+        pool.zero_once(tiles[0].get(), size_t(entries) * sizeof(float), s0);  // as below
+      } catch (const Error& e) {
+        if (e.status() != Status::out_of_device_memory) throw;
+        sample_rows = 0;
+      }
+    }
   } else {
     const int64_t tile_entries = plan.query_rows * round_up(plan.columns, tile_align) / (key16 ? 2 : 1);
     tiles[0] = PoolBuffer<float>(pool, tile_entries);
@@ -866,11 +892,12 @@ void Pass::start_streams() {
 }
 
 // Tile + selection: queries [q0, q0 + rows) against base rows [c0, c0 + cols), whose tile operand
-// starts at tile_y and whose norms (L2 GEMM tiles) at bias. Returns the stream it ran on.
+// starts at tile_y and whose norms (L2 GEMM tiles) at bias, on tile and stream `slot` (by default
+// alternating). Returns the stream it ran on.
 cudaStream_t Pass::search_tile(int64_t q0, int64_t rows, int64_t c0, int64_t cols, const void* tile_y,
-                               const float* bias) {
+                               const float* bias, int slot) {
   const int64_t ld = round_up(cols, tile_align);
-  const int slot = static_cast<int>(step & 1);
+  if (slot < 0) slot = static_cast<int>(step & 1);
   cudaStream_t stream = resources.stream(slot);
   float* tile = tiles[slot].get();
   // The tile buffer is free: the selection that last read it ran on this same stream.
@@ -925,8 +952,10 @@ cudaStream_t Pass::search_fused(int64_t q0, int64_t rows, const float* part, con
   launch_tf32_select(resources.limits(), xc + q0 * dim, rows, part, l2 ? part_norms : nullptr, count, dim, split_kc,
                      l2, filter, sh.filter.nbits, parts, split_keys.get(), split_rows.get(), s0,
                      Tf32SelectKernel::automatic, first_row, bounds, kc);
+  // (The sample's tile keeps every candidate: the first fused part starts the split bounds.)
   if (split_kc < kc)
-    launch_split_bounds(split_keys.get(), rows, parts, split_kc, split_bounds.get() + q0, s0, first_row > 0);
+    launch_split_bounds(split_keys.get(), rows, parts, split_kc, split_bounds.get() + q0, s0,
+                        first_row > sample_rows);
   SelectRequest<int32_t> request;
   request.keys = split_keys.get();
   request.ld = parts * split_kc;
@@ -972,8 +1001,9 @@ void Pass::search_resident() {
     if (gemv) {
       stream = s0;  // launched by run_pass
     } else if (fused) {
-      const int64_t r0 = bounding_rows;
-      if (r0 > 0) search_fused(q0, rows, yc, yc_norms, 0, r0);
+      const int64_t s = sample_rows, r0 = bounding_rows;
+      if (s > 0) search_tile(q0, rows, 0, s, gemm_y, l2 ? yc_norms : nullptr, 0);  // on stream 0, as the rest
+      if (r0 > 0) search_fused(q0, rows, yc + s * dim, l2 ? yc_norms + s : nullptr, s, r0 - s);
       stream = search_fused(q0, rows, yc + r0 * dim, l2 ? yc_norms + r0 : nullptr, r0, n - r0);
     } else {
       if (queries_arriving) arrive_query_tile(q0, rows);

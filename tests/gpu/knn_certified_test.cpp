@@ -120,6 +120,33 @@ TEST(GpuKnnCertified, CertifiesTheBenchmarkShapeWithTf32) {
   }
 }
 
+// A base of 131 072 rows or more: the fused pass's bounding part starts from the kc-th best of a
+// sample of rows searched by one GEMM tile (knn.cu, kSampleRows), up to 256 candidates; the results
+// are exact, with and without a filter, near and far from the origin, for L2 and inner products.
+TEST(GpuKnnCertified, BoundedFromASampleTile) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  const int64_t n = 133000, dim = 24, nq = 260;
+  uint32_t seed = 60;
+  for (Metric metric : {Metric::l2, Metric::inner_product}) {
+    for (int64_t k : {1, 10, 100, 204}) {
+      SCOPED_TRACE(::testing::Message() << metric_name(metric) << " k " << k);
+      const Problem p = testing::uniform_problem(n, dim, nq, metric, seed++);
+      const Output o = search(resources, p, k);
+      EXPECT_EQ(gpu::last_knn_pass_counts().tf32, nq);
+      expect_exact(p, k, o.dist, o.ids);
+    }
+  }
+  const Problem far = testing::uniform_problem(n, dim, nq, Metric::l2, seed++, 1e3f);
+  const Output o = search(resources, far, 10);
+  expect_exact(far, 10, o.dist, o.ids);
+  std::vector<uint8_t> bits(size_t(n / 8));
+  std::mt19937 gen(seed);
+  for (auto& b : bits) b = uint8_t(gen());
+  const Output filtered = search(resources, far, 10, &bits);
+  expect_exact(far, 10, filtered.dist, filtered.ids, &bits);
+}
+
 // Beyond 32 candidates (k above 16) the fused kernel still runs the TF32 pass, each split keeping
 // its best 32 (knn.cu, kTruncatedSplitsPerList): on rows in random order the certificate, bounded by
 // the full splits' last keys too, holds for every query. Rows stored cluster by cluster crowd a
