@@ -409,6 +409,47 @@ int main(int argc, char** argv) {
         cudaFree(out_k);
         cudaFree(out_i);
       }
+      // The exact search's selection at k = 1024: 1280 of its splits' 5120 candidates, continued from
+      // the 1280 before (the search's second part), by the dense selection and by the warp queues.
+      {
+        const int64_t split_cols = 5120, kc = 1280;
+        float* out_k = nullptr;
+        int32_t* out_i = nullptr;
+        CHECK_CUDA(cudaMalloc(&out_k, rows_n * kc * sizeof(float)));
+        CHECK_CUDA(cudaMalloc(&out_i, rows_n * kc * sizeof(int32_t)));
+        const gpu::SelectLimits limits = resources->limits();
+        const int64_t ws_bytes = gpu::select_workspace_bytes<int32_t>(limits, rows_n, split_cols, kc);
+        void* ws = nullptr;
+        if (ws_bytes > 0) CHECK_CUDA(cudaMalloc(&ws, ws_bytes));
+        gpu::SelectRequest<int32_t> r;
+        r.keys = keys;
+        r.ld = split_cols;
+        r.rows = rows_n;
+        r.cols = split_cols;
+        r.k = kc;
+        r.out_keys = out_k;
+        r.out_ids = out_i;
+        r.keep_missing_as_sentinel = true;
+        gpu::select_rows(r, limits, ws, 0);  // the previous result
+        r.keys = keys + rows_n * split_cols;
+        r.prev_keys = out_k;
+        r.prev_ids = out_i;
+        for (bool dense : {true, false}) {
+          gpu::set_dense_select_enabled(dense);
+          const Timing t = time_it(runs, [&] {
+            gpu::select_rows(r, limits, ws, 0);
+            CHECK_CUDA(cudaStreamSynchronize(0));
+          });
+          char task[96];
+          std::snprintf(task, sizeof task, "k-selection %lld x %lld (+%lld before), k=%lld, %s", (long long)rows_n,
+                        (long long)split_cols, (long long)kc, (long long)kc, dense ? "dense" : "warp queues");
+          report(task, "device", t, double(rows_n) * (split_cols + kc) * sizeof(float) / t.median_ms / 1e6, "GB/s");
+        }
+        gpu::set_dense_select_enabled(true);
+        cudaFree(ws);
+        cudaFree(out_k);
+        cudaFree(out_i);
+      }
       // The fast modes' selections: k = 32 (knn_candidate_count(10)) with a column bias (L2), float
       // keys and 16-bit keys (the fp16 mode's tiles; bytes counted as read).
       {

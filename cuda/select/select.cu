@@ -2,11 +2,13 @@
 #include "cuda/select/select.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "cpp/core/error.h"
 #include "cuda/select/select_bias_bound.h"
 #include "cuda/select/select_buckets.h"
+#include "cuda/select/select_dense.h"
 #include "cuda/select/select_launch.h"
 #include "cuda/select/select_prefilter.h"
 #include "cuda/select/select_sample.h"
@@ -34,6 +36,8 @@ int64_t min_columns_per_warp(int64_t k_cap) {
 }
 // Chunk lengths are multiples of this (the 16-byte slots of 32 lanes), so chunks stay aligned.
 constexpr int64_t kChunkAlign = 128;
+
+std::atomic<bool> dense_select_on{true};
 
 struct Plan {
   int bucket;
@@ -208,13 +212,19 @@ void select_rows(const SelectRequest<V>& r, const SelectLimits& limits, void* wo
     p.bias_bound = bound;
   }
 
-  if (plan.chunks == 1) {
+  const bool dense =
+      !key16 && dense_select_on.load(std::memory_order_relaxed) && detail::dense_select_fits(r.cols, r.k);
+  if (plan.chunks == 1 || dense) {
     p.prev_keys = r.prev_keys;
     p.prev_ids = r.prev_ids;
     p.out_scale = scale;
     p.missing_minus_one = !r.keep_missing_as_sentinel;
     p.out_keys = r.out_keys;
     p.out_ids = r.out_ids;
+    if (dense) {
+      detail::launch_dense_select(p, r.rows, stream);
+      return;
+    }
     if (workspace != nullptr && prefilter_applies<V>(plan, r)) {
       char* at = static_cast<char*>(workspace) + chunk_bytes<V>(plan, r.rows, r.k) + bias_bound_bytes<V>(r.cols);
       auto* seeds = reinterpret_cast<float*>(at);
@@ -293,6 +303,8 @@ void select_rows(const SelectRequest<V>& r, const SelectLimits& limits, void* wo
   m.out_ids = r.out_ids;
   launch_bucket<V>(plan.bucket, m, stream);
 }
+
+void set_dense_select_enabled(bool on) { dense_select_on.store(on, std::memory_order_relaxed); }
 
 template int64_t select_workspace_bytes<int32_t>(const SelectLimits&, int64_t, int64_t, int64_t);
 template int64_t select_workspace_bytes<int64_t>(const SelectLimits&, int64_t, int64_t, int64_t);

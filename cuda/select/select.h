@@ -9,7 +9,8 @@
 //
 // Long rows of many rows first take a threshold from a sample of each row, and offer only keys at or
 // below it (select_prefilter.h); 16-bit keys with a bias reject groups of keys by a bound of the bias
-// taken once per call (select_bias_bound.h). Neither changes a result.
+// taken once per call (select_bias_bound.h). Neither changes a result. Short rows of float keys of
+// which k is a large share take one block a row and a radix selection instead (select_dense.h).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -83,5 +84,9 @@ int64_t select_workspace_bytes(const SelectLimits& limits, int64_t rows, int64_t
 template <typename V>
 void select_rows(const SelectRequest<V>& request, const SelectLimits& limits, void* workspace,
                  cudaStream_t stream);
+
+// Whether rows that fit the dense selection take it (default true). For benchmarks and tests, which
+// compare it with the warp queues; not meant to change while a selection is being enqueued.
+void set_dense_select_enabled(bool on);
 
 }  // namespace quiver::gpu

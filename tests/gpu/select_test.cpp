@@ -1,9 +1,11 @@
 // cuda/select on the device against a sorted reference: every k bucket, WarpSelect and BlockSelect,
-// the two-pass plan, continuing from a previous result, ids given or implicit, a column bias, a
-// filter, ties, rows shorter than k, unaligned rows.
+// the two-pass plan, the dense selection, continuing from a previous result, ids given or implicit, a
+// column bias, a filter, ties, rows shorter than k, unaligned rows.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
+#include <utility>
 #include <vector>
 
 #include "cpp/core/error.h"
@@ -129,6 +131,8 @@ const Shape kShapes[] = {
     {1, 1, 1},       {3, 31, 7},       {5, 33, 32},       {37, 100, 100},     {64, 1000, 7},
     {100, 4099, 100}, {2, 5000, 1000}, {7, 3001, 2048},   {1, 200000, 100},   {1, 150000, 2048},
     {300, 2500, 1},  {2000, 700, 32},  {4, 70000, 1000},  {16, 20000, 512},   {9, 513, 256},
+    // The dense selection (select_dense.h): k a large share of a short row, or beyond it.
+    {3, 5120, 1280}, {4, 7168, 1024}, {5, 700, 1000},     {6, 2001, 512},     {3, 3333, 777},
 };
 
 TEST(GpuSelect, MatchesSortInEveryBucketInt32) {
@@ -205,7 +209,7 @@ TEST(GpuSelect, EveryPlanGivesTheSameResult) {
 TEST(GpuSelect, ContinuesFromAPreviousResult) {
   QV_REQUIRE_GPU();
   gpu::Resources& resources = testing::shared_resources();
-  for (const Shape& s : {Shape{20, 10000, 100}, Shape{2, 60000, 2048}, Shape{100, 64, 7}}) {
+  for (const Shape& s : {Shape{20, 10000, 100}, Shape{2, 60000, 2048}, Shape{100, 64, 7}, Shape{30, 6000, 1024}}) {
     for (bool largest : {false, true}) {
       SCOPED_TRACE(::testing::Message() << "rows " << s.rows << " cols " << s.cols << " k " << s.k
                                         << (largest ? " largest" : ""));
@@ -248,6 +252,61 @@ TEST(GpuSelect, ContinuesFromAPreviousResult) {
       EXPECT_EQ(part_i.to_host(), whole_i.to_host());
     }
   }
+}
+
+// The exact search's selections at k = 1024 (select_dense.h against the warp queues it replaces):
+// 1280 of 5120 candidates (rows of ids, ties among them), continuing in place from the 1280 before,
+// then 1024 of the 1280. Same keys and ids.
+TEST(GpuSelect, DenseSelectionEqualsTheWarpQueues) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  const int64_t rows = 67, cols = 5120, kc = 1280, k = 1024;
+  const auto first = testing::integer_vectors(rows, cols, 11, 400);
+  const auto second = testing::integer_vectors(rows, cols, 12, 400);
+  std::vector<int32_t> ids(size_t(rows * cols));
+  std::mt19937 gen(13);
+  for (auto& id : ids) id = int32_t(gen() % 2000000);
+  DeviceArray<float> d_first(first), d_second(second);
+  DeviceArray<int32_t> d_ids(ids);
+  auto run = [&](bool dense) {
+    gpu::set_dense_select_enabled(dense);
+    DeviceArray<float> best_k(size_t(rows * kc)), final_k(size_t(rows * k));
+    DeviceArray<int32_t> best_i(size_t(rows * kc)), final_i(size_t(rows * k));
+    gpu::SelectRequest<int32_t> r;
+    r.keys = d_first.get();
+    r.ld = cols;
+    r.rows = rows;
+    r.cols = cols;
+    r.k = kc;
+    r.ids = d_ids.get();
+    r.out_keys = best_k.get();
+    r.out_ids = best_i.get();
+    r.keep_missing_as_sentinel = true;
+    testing::run_select(resources, r, resources.limits());
+    r.keys = d_second.get();
+    r.prev_keys = best_k.get();
+    r.prev_ids = best_i.get();
+    testing::run_select(resources, r, resources.limits());
+    gpu::SelectRequest<int32_t> last;
+    last.keys = best_k.get();
+    last.ld = kc;
+    last.rows = rows;
+    last.cols = kc;
+    last.k = k;
+    last.ids = best_i.get();
+    last.out_keys = final_k.get();
+    last.out_ids = final_i.get();
+    testing::run_select(resources, last, resources.limits());
+    gpu::set_dense_select_enabled(true);
+    return std::make_pair(std::make_pair(best_k.to_host(), best_i.to_host()),
+                          std::make_pair(final_k.to_host(), final_i.to_host()));
+  };
+  const auto dense = run(true);
+  const auto queues = run(false);
+  EXPECT_EQ(dense.first.first, queues.first.first);
+  EXPECT_EQ(dense.first.second, queues.first.second);
+  EXPECT_EQ(dense.second.first, queues.second.first);
+  EXPECT_EQ(dense.second.second, queues.second.second);
 }
 
 TEST(GpuSelect, RejectsBadRequests) {
