@@ -98,6 +98,16 @@ __device__ __forceinline__ void barrier_wait(uint64_t* barrier, int parity) {
         : "memory");
 }
 
+// A bulk copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory,
+// counted on `barrier` as the tiles are.
+__device__ __forceinline__ void copy_bulk(float* dst, const float* src, uint32_t bytes, uint64_t* barrier) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+          shared_address(dst)),
+      "l"(reinterpret_cast<uint64_t>(src)), "r"(bytes), "r"(shared_address(barrier))
+      : "memory");
+}
+
 __device__ __forceinline__ void copy_box(float* dst, const CUtensorMap& map, int col, int row, uint64_t* barrier) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
@@ -170,21 +180,32 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (warp == kWarps) {
     // ---- the copying warp: tile t into stage t % kStages once every selecting warp is done with
-    // tile t - kStages there: its rows (the tensor memory accelerator, asked by lane 0) and their
-    // biases (||y||^2 for L2, else 0; NaN past the split: never offered) ----
+    // tile t - kStages there: its rows (the tensor memory accelerator) and their biases (||y||^2 for
+    // L2, else 0; NaN past the split: never offered), all asked by lane 0 and counted in bytes on
+    // the stage's barrier, so no lane waits for memory: a full tile's norms come by a bulk copy
+    // beside its rows (inner products: the zeros written here once). The split's last tile, when
+    // partial (or norms not 16-byte aligned), has its biases written by the lanes first ----
+    const bool bulk_norms = l2 && reinterpret_cast<uintptr_t>(norms) % 16 == 0;
+    if (!l2)
+      for (int i = lane; i < kStages * kRows; i += kWarpSize) biases[i] = 0.f;
     for (int t = 0; t < tile_count; ++t) {
       const int stage = t % kStages;
       if (t >= kStages) barrier_wait(&empty[stage], (t / kStages - 1) % 2);
       const int first = row_begin + t * kRows;
-      for (int i = lane; i < kRows; i += kWarpSize)
-        biases[stage * kRows + i] =
-            first + i >= row_end ? __int_as_float(0x7fffffff) : l2 ? norms[first + i] : 0.f;
-      __syncwarp();  // the biases are written before lane 0's arrival releases them
+      float* stage_bias = biases + stage * kRows;
+      const bool whole = first + kRows <= row_end;
+      if (!whole || (l2 && !bulk_norms)) {
+        for (int i = lane; i < kRows; i += kWarpSize)
+          stage_bias[i] = first + i >= row_end ? __int_as_float(0x7fffffff) : l2 ? norms[first + i] : 0.f;
+        __syncwarp();  // the biases are written before lane 0's arrival releases them
+      }
       if (lane == 0) {
-        barrier_expect(&full[stage], kRows * kDepth * 4);
+        const bool bulk = whole && bulk_norms;
+        barrier_expect(&full[stage], kRows * kDepth * 4 + (bulk ? kRows * 4 : 0));
 #pragma unroll
         for (int b = 0; b < kDepth / kBlockValues; ++b)
           copy_box(tiles + stage * kRows * kDepth + b * kBlockFloats, y, b * kBlockValues, first, &full[stage]);
+        if (bulk) copy_bulk(stage_bias, norms + first, kRows * 4, &full[stage]);
       }
     }
     return;
