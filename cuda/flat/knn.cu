@@ -119,8 +119,9 @@ constexpr int64_t kPackedResultBytes = int64_t(1) << 16;
 // the base (the residual statistics); below, an SGEMM pass reads the base about as fast.
 constexpr int64_t kMinTf32Queries = 32;
 // The TF32 pass runs as one kernel (tf32_select.h) from this many queries on; below, the cuBLAS
-// tiles are faster (H200, 1M x 128, 100 queries: 0.73 ms against 0.88 ms host to host).
-constexpr int64_t kMinFusedQueries = 256;
+// tiles are faster. Since its bounds start from a sample tile, that holds from small batches on
+// (H200, 1M x 128, 100 queries: 0.39 ms against 0.58 ms host to host).
+constexpr int64_t kMinFusedQueries = 64;
 // It writes no distance tiles, so its query tiles are as large as this allows: fewer, longer splits
 // of the base, over which each block's start (its queries' load, its lists filling) is amortised.
 constexpr int64_t kFusedQueryRows = 16384;

@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   float* tiles = shared + (kTileAlign - shared_address(shared) % kTileAlign) % kTileAlign / 4;
   float* biases = tiles + kStages * kRows * kDepth;  // per tile: ||y||^2 (L2) or 0, NaN past the split
   uint64_t* full = reinterpret_cast<uint64_t*>(biases + kStages * kRows);  // per stage: its tile is in
-  uint64_t* empty = full + kStages;  // per stage: every selecting warp is done with its tile
+  uint64_t* empty = full + kStages;  // per stage: every selecting thread is done with its tile
   const QueryLists lists = QueryLists::place(reinterpret_cast<float*>(empty + kStages), kQueries);
 
   const int tid = static_cast<int>(threadIdx.x);
@@ -171,8 +171,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (tid == 0) {
     for (int i = 0; i < kStages; ++i) {
-      barrier_init(&full[i], 1);
-      barrier_init(&empty[i], kWarps);
+      // Every lane arrives itself, so each releases its own shared-memory accesses (the sanitizer's
+      // racecheck sees no ordering through a __syncwarp before one lane's arrival).
+      barrier_init(&full[i], kWarpSize);
+      barrier_init(&empty[i], kWarps * kWarpSize);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -197,9 +199,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (!whole || (l2 && !bulk_norms)) {
         for (int i = lane; i < kRows; i += kWarpSize)
           stage_bias[i] = first + i >= row_end ? __int_as_float(0x7fffffff) : l2 ? norms[first + i] : 0.f;
-        __syncwarp();  // the biases are written before lane 0's arrival releases them
       }
-      if (lane == 0) {
+      if (lane != 0) {
+        barrier_arrive(&full[stage]);  // each lane releases the biases it wrote
+      } else {
         const bool bulk = whole && bulk_norms;
         barrier_expect(&full[stage], kRows * kDepth * 4 + (bulk ? kRows * 4 : 0));
 #pragma unroll
@@ -275,9 +278,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         acc[4 * j + 2 * h] = fmaf(alpha, acc[4 * j + 2 * h], bias[j].x);
         acc[4 * j + 2 * h + 1] = fmaf(alpha, acc[4 * j + 2 * h + 1], bias[j].y);
       }
-    // The warp is done with the stage (its products and biases): the copying warp may refill it.
-    __syncwarp();
-    if (lane == 0) barrier_arrive(&empty[stage]);
+    // The thread is done with the stage (its products and biases): once every selecting thread is,
+    // the copying warp may refill it.
+    barrier_arrive(&empty[stage]);
     auto offer = [&](int j, int h, int e) {
       const float key = acc[4 * j + 2 * h + e];
       if (!(key <= limit[h])) return true;
