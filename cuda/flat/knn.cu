@@ -26,7 +26,7 @@
 // the base, only where it shrinks the bound), a centred copy of an unstreamed base made once per
 // call, a streamed base's chunks centred as they arrive. The re-rank reads the original rows.
 //
-// The TF32 pass (dim a multiple of 4 up to 128, kc <= 32, 256 queries or more, 16384 rows or more,
+// The TF32 pass (dim a multiple of 4 up to 128, kc <= 32, 64 queries or more, 16384 rows or more,
 // or as many a chunk) is one kernel instead (tf32_select.h): tensor-core products selected where
 // they are computed, each block's splits of the base giving kc candidates per query that one
 // selection merges into the running best. Over a base in chunks (below) each chunk is one launch
