@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -198,8 +199,8 @@ Timing time_it(int runs, const std::function<void()>& f) {
 std::string passes_note() {
   const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
   char note[128];
-  std::snprintf(note, sizeof note, "fp32 passes: tf32 %lld, sgemm %lld (gemv %lld), direct %lld%s", (long long)c.tf32,
-                (long long)c.sgemm, (long long)c.gemv, (long long)c.direct,
+  std::snprintf(note, sizeof note, "fp32 passes: tf32 %lld (fused %lld), sgemm %lld (gemv %lld), direct %lld%s",
+                (long long)c.tf32, (long long)c.fused, (long long)c.sgemm, (long long)c.gemv, (long long)c.direct,
                 c.chunks > 0 ? (", " + std::to_string(c.chunks) + " chunks").c_str() : "");
   return note;
 }
@@ -559,23 +560,44 @@ int main(int argc, char** argv) {
       // Latency: batches of 1 to 100 queries, host to host, k = 10. Batches of up to
       // kGemvSelectMaxQueries run the GEMV pass (cuda/flat/gemv_select.h); they are timed again with
       // the SGEMM tiles it replaces ("tiles"), the baseline, in the same run.
+      auto latency = [&](int64_t batch) {
+        const int64_t k = 10;
+        std::vector<float> hd(size_t(batch * k));
+        std::vector<int64_t> hi(size_t(batch * k));
+        int64_t next = 0;
+        return time_it(std::max(runs, 21), [&] {
+          gpu::knn(*resources, Metric::l2, *matrix, hq.data() + (next % (nq / batch)) * batch * dim, batch, k,
+                   hd.data(), hi.data());
+          ++next;
+        });
+      };
       for (int64_t batch : {int64_t(1), int64_t(2), int64_t(4), int64_t(8), int64_t(100)}) {
         for (bool gemv : {true, false}) {
           if (!gemv && batch > gpu::kGemvSelectMaxQueries) continue;
-          const int64_t k = 10;
-          std::vector<float> hd(size_t(batch * k));
-          std::vector<int64_t> hi(size_t(batch * k));
-          int64_t next = 0;
           gpu::set_gemv_select_enabled(gemv);
-          const Timing t = time_it(std::max(runs, 21), [&] {
-            gpu::knn(*resources, Metric::l2, *matrix, hq.data() + (next % (nq / batch)) * batch * dim, batch, k,
-                     hd.data(), hi.data());
-            ++next;
-          });
+          const Timing t = latency(batch);
           gpu::set_gemv_select_enabled(true);
           char task[96];
           std::snprintf(task, sizeof task, "exact %lldx%lld latency, batch %lld, k=10%s", (long long)n,
                         (long long)dim, (long long)batch, gemv ? "" : ", tiles");
+          report(task, "host-to-host", t, batch / t.median_ms * 1e3, "QPS", passes_note());
+        }
+      }
+      // Which pass suits which batch size (knn_passes.h's thresholds): each size through the SGEMM
+      // tiles, the TF32 tiles and the fused TF32 kernel.
+      constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+      const struct {
+        const char* name;
+        gpu::BatchPassThresholds thresholds;
+      } passes[] = {{"sgemm tiles", {kNever, kNever}}, {"tf32 tiles", {1, kNever}}, {"fused tf32", {1, 1}}};
+      for (int64_t batch : {int64_t(5), int64_t(8), int64_t(16), int64_t(24), int64_t(32), int64_t(48), int64_t(64),
+                            int64_t(100)}) {
+        for (const auto& pass : passes) {
+          gpu::set_batch_pass_thresholds(pass.thresholds);
+          const Timing t = latency(batch);
+          gpu::set_batch_pass_thresholds(gpu::default_batch_pass_thresholds());
+          char task[96];
+          std::snprintf(task, sizeof task, "  batch %lld, k=10, %s", (long long)batch, pass.name);
           report(task, "host-to-host", t, batch / t.median_ms * 1e3, "QPS", passes_note());
         }
       }

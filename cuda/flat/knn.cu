@@ -226,6 +226,8 @@ ComputeMode gemm_mode(TileKind kind) {
 
 thread_local KnnPassCounts pass_counts;
 std::atomic<bool> gemv_select_on{true};
+std::atomic<int64_t> min_tf32_queries{kMinTf32Queries};
+std::atomic<int64_t> min_fused_queries{kMinFusedQueries};
 
 bool is_half(TileKind kind) { return kind == TileKind::fp16 || kind == TileKind::bf16; }
 
@@ -255,6 +257,7 @@ struct Shared {
   int64_t chunk_rows = 0;  // base rows per streamed or arriving chunk
   int64_t chunks_searched = 0;  // by the first pass, when it searched the base in chunks
   int64_t gemv_queries = 0;     // searched by the GEMV pass (gemv_select.h), over all passes
+  int64_t fused_queries = 0;    // searched by the fused TF32 kernel (tf32_select.h), over all passes
   int64_t arriving_query_tiles = 0;  // by the first pass, when its host queries arrived tile by tile
   const float* y = nullptr;        // the base on the device (not streamed)
   const float* y_norms = nullptr;  // its squared norms (L2, not streamed)
@@ -738,7 +741,8 @@ void Pass::plan_search() {
   split_kc = spec.certify ? std::min(kc, kTf32SelectMaxK) : kc;
   // A base in chunks: one launch a chunk.
   const int64_t fused_rows = chunked ? chunk_rows : n;
-  fused = spec.kind == TileKind::tf32 && nq >= kMinFusedQueries && fused_rows >= kMinFusedRows &&
+  fused = spec.kind == TileKind::tf32 && nq >= min_fused_queries.load(std::memory_order_relaxed) &&
+          fused_rows >= kMinFusedRows &&
           reinterpret_cast<uintptr_t>(xc) % 16 == 0 && reinterpret_cast<uintptr_t>(yc) % 16 == 0 &&
           tf32_select_fits(resources.limits(), dim, split_kc, n);
   // Deferred queries arrive by query tile on a tiled search (kArrivingQueryTiles of them); the fused
@@ -1247,6 +1251,7 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   }
   pass.deliver_results();
   if (pass.gemv) sh.gemv_queries += nq;
+  if (pass.fused) sh.fused_queries += nq;
   // Later passes reuse the pool's blocks: nothing of this pass may still be running.
   sync_streams(*sh.resources);
   if (sh.arriving) {  // the whole base is on the device now
@@ -1394,7 +1399,7 @@ void knn_search(Resources& resources, Metric metric, const float* base, const fl
     first.kind = TileKind::direct;
     first.kc = k;
   } else {
-    first.kind = nq >= kMinTf32Queries ? TileKind::tf32 : TileKind::sgemm;
+    first.kind = nq >= min_tf32_queries.load(std::memory_order_relaxed) ? TileKind::tf32 : TileKind::sgemm;
     first.kc = certified_candidate_count(k);
     first.certify = true;
     first.model = certify_model(first.kind == TileKind::tf32, l2, dim);
@@ -1446,6 +1451,7 @@ void knn_search(Resources& resources, Metric metric, const float* base, const fl
   }
   counts.chunks = sh.chunks_searched;
   counts.gemv = sh.gemv_queries;
+  counts.fused = sh.fused_queries;
   counts.query_tiles = sh.arriving_query_tiles;
   session.finish();
   pass_counts = counts;
@@ -1468,5 +1474,12 @@ void knn(Resources& resources, Metric metric, const DeviceMatrix& base, const fl
 KnnPassCounts last_knn_pass_counts() { return pass_counts; }
 
 void set_gemv_select_enabled(bool on) { gemv_select_on.store(on, std::memory_order_relaxed); }
+
+BatchPassThresholds default_batch_pass_thresholds() { return {kMinTf32Queries, kMinFusedQueries}; }
+
+void set_batch_pass_thresholds(BatchPassThresholds thresholds) {
+  min_tf32_queries.store(thresholds.min_tf32_queries, std::memory_order_relaxed);
+  min_fused_queries.store(thresholds.min_fused_queries, std::memory_order_relaxed);
+}
 
 }  // namespace quiver::gpu

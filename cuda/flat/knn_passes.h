@@ -20,6 +20,7 @@ struct KnnPassCounts {
   int64_t direct = 0;  // answered by the direct pass (exact distances to every row)
   int64_t chunks = 0;  // chunks of the base searched as they came to the device (0: resident first)
   int64_t gemv = 0;    // queries whose SGEMM pass ran as one GEMV with its selection (gemv_select.h)
+  int64_t fused = 0;   // queries whose TF32 pass ran as one kernel with its selection (tf32_select.h)
   int64_t query_tiles = 0;  // query tiles of the first pass whose host queries arrived tile by tile
 };
 
@@ -29,5 +30,15 @@ KnnPassCounts last_knn_pass_counts();
 // The GEMV pass of small batches (gemv_select.h) is on by default; tests and benchmarks switch it off
 // to compare with the SGEMM tiles it replaces. Process-wide; set it between searches, not during one.
 void set_gemv_select_enabled(bool on);
+
+// The batch sizes from which the fp32 mode takes the TF32 pass (the SGEMM pass below) and runs it as
+// one kernel (cuBLAS tiles below). Tests and benchmarks move them to run or time each pass at any
+// batch size. Process-wide; set them between searches, not during one.
+struct BatchPassThresholds {
+  int64_t min_tf32_queries;
+  int64_t min_fused_queries;
+};
+BatchPassThresholds default_batch_pass_thresholds();
+void set_batch_pass_thresholds(BatchPassThresholds thresholds);
 
 }  // namespace quiver::gpu

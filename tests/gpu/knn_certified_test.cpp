@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -117,6 +118,44 @@ TEST(GpuKnnCertified, CertifiesTheBenchmarkShapeWithTf32) {
     const Output o = search(resources, p, k);
     EXPECT_EQ(gpu::last_knn_pass_counts().tf32, p.nq) << "k " << k;
     expect_exact(p, k, o.dist, o.ids);
+  }
+}
+
+// Every pass at batch sizes where another one runs by default (the thresholds moved, knn_passes.h):
+// the SGEMM pass (a GEMV up to four queries), the TF32 pass in cuBLAS tiles and as one kernel; exact
+// on each, uniform data certified by the pass itself.
+class BatchPasses {
+ public:
+  explicit BatchPasses(gpu::BatchPassThresholds thresholds) { gpu::set_batch_pass_thresholds(thresholds); }
+  ~BatchPasses() { gpu::set_batch_pass_thresholds(gpu::default_batch_pass_thresholds()); }
+};
+
+TEST(GpuKnnCertified, EveryPassAtEveryBatchSize) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  enum class Path { sgemm, tf32_tiles, fused };
+  uint32_t seed = 90;
+  for (Path path : {Path::sgemm, Path::tf32_tiles, Path::fused}) {
+    const BatchPasses passes(path == Path::sgemm       ? gpu::BatchPassThresholds{kNever, kNever}
+                             : path == Path::tf32_tiles ? gpu::BatchPassThresholds{1, kNever}
+                                                        : gpu::BatchPassThresholds{1, 1});
+    for (Metric metric : {Metric::l2, Metric::inner_product}) {
+      if (testing::skip_under_sanitizer(metric == Metric::inner_product)) continue;
+      for (int64_t nq : {1, 5, 33, 70}) {
+        for (int64_t k : {10, 100}) {
+          SCOPED_TRACE(::testing::Message() << "path " << int(path) << " " << metric_name(metric) << " nq " << nq
+                                            << " k " << k);
+          // Above kMinFusedRows (knn.cu), so that the fused kernel takes the shape.
+          const Problem p = testing::uniform_problem(testing::sized(20011, 16411), 40, nq, metric, seed++);
+          const Output o = search(resources, p, k);
+          const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
+          EXPECT_EQ(path == Path::sgemm ? c.sgemm : c.tf32, nq);
+          EXPECT_EQ(c.fused, path == Path::fused ? nq : 0);
+          expect_exact(p, k, o.dist, o.ids);
+        }
+      }
+    }
   }
 }
 
