@@ -33,6 +33,8 @@
 #include "cuda/flat/compute_modes.h"
 #include "cuda/flat/exact_distances.h"
 #include "cuda/flat/gemv_select.h"
+#include "cuda/flat/device_matrix.h"
+#include "cuda/flat/half_rows.h"
 #include "cuda/flat/knn_passes.h"
 #include "cuda/flat/range_search.h"
 #include "cuda/select/select.h"
@@ -199,8 +201,10 @@ Timing time_it(int runs, const std::function<void()>& f) {
 std::string passes_note() {
   const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
   char note[128];
-  std::snprintf(note, sizeof note, "fp32 passes: tf32 %lld (fused %lld), sgemm %lld (gemv %lld), direct %lld%s",
-                (long long)c.tf32, (long long)c.fused, (long long)c.sgemm, (long long)c.gemv, (long long)c.direct,
+  std::snprintf(note, sizeof note,
+                "fp32 passes: tf32 %lld (fused %lld), sgemm %lld (gemv %lld, 16-bit rows %lld), direct %lld%s",
+                (long long)c.tf32, (long long)c.fused, (long long)c.sgemm, (long long)c.gemv, (long long)c.half_rows,
+                (long long)c.direct,
                 c.chunks > 0 ? (", " + std::to_string(c.chunks) + " chunks").c_str() : "");
   return note;
 }
@@ -571,15 +575,20 @@ int main(int argc, char** argv) {
           ++next;
         });
       };
+      // They read the matrix's 16-bit rows (half_rows.h); timed again over its float rows.
+      enum class Rows { half, floats, tiles };
       for (int64_t batch : {int64_t(1), int64_t(2), int64_t(4), int64_t(8), int64_t(100)}) {
-        for (bool gemv : {true, false}) {
-          if (!gemv && batch > gpu::kGemvSelectMaxQueries) continue;
-          gpu::set_gemv_select_enabled(gemv);
+        for (Rows rows : {Rows::half, Rows::floats, Rows::tiles}) {
+          if (rows != Rows::half && batch > gpu::kGemvSelectMaxQueries) continue;
+          gpu::set_gemv_select_enabled(rows != Rows::tiles);
+          gpu::set_half_rows_enabled(rows == Rows::half);
           const Timing t = latency(batch);
           gpu::set_gemv_select_enabled(true);
+          gpu::set_half_rows_enabled(true);
           char task[96];
           std::snprintf(task, sizeof task, "exact %lldx%lld latency, batch %lld, k=10%s", (long long)n,
-                        (long long)dim, (long long)batch, gemv ? "" : ", tiles");
+                        (long long)dim, (long long)batch,
+                        rows == Rows::tiles ? ", tiles" : rows == Rows::floats ? ", float rows" : "");
           report(task, "host-to-host", t, batch / t.median_ms * 1e3, "QPS", passes_note());
         }
       }
@@ -602,8 +611,11 @@ int main(int argc, char** argv) {
         }
       }
       // The GEMV pass's two kernels alone (device resident, k = 10's candidates): the base's bytes
-      // over the time, against the copy rate of the ceilings.
-      for (int64_t batch : {int64_t(1), int64_t(2), int64_t(3), int64_t(4)}) {
+      // over the time, against the copy rate of the ceilings; over the float rows and the 16-bit ones.
+      const gpu::HalfRows half_rows = gpu::matrix_half_rows(*resources, *matrix);
+      for (int64_t batch : {int64_t(1), int64_t(2), int64_t(3), int64_t(4)})
+      for (bool half : {false, true}) {
+        if (half && half_rows.rows == nullptr) continue;
         const int64_t kc = gpu::certified_candidate_count(10);
         const int64_t blocks = gpu::gemv_select_blocks(resources->limits(), batch, n, dim, kc);
         float* block_keys = nullptr;
@@ -615,15 +627,16 @@ int main(int argc, char** argv) {
         CHECK_CUDA(cudaMalloc(&keys, batch * kc * sizeof(float)));
         CHECK_CUDA(cudaMalloc(&rows_out, batch * kc * sizeof(int32_t)));
         const Timing t = time_it(std::max(runs, 21), [&] {
-          gpu::launch_gemv_select(dq, batch, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, kc, nullptr,
-                                  0, blocks, block_keys, block_rows, keys, rows_out, gpu::matrix_data(*matrix),
-                                  gpu::GemvStats{}, 0);
+          gpu::launch_gemv_select(dq, batch, gpu::matrix_data(*matrix), half ? half_rows.rows : nullptr,
+                                  gpu::matrix_norms(*matrix), n, dim, kc, nullptr, 0, blocks, block_keys, block_rows,
+                                  keys, rows_out, gpu::matrix_data(*matrix), gpu::GemvStats{}, 0);
         });
         char task[96], note[64];
-        std::snprintf(task, sizeof task, "  batch %lld: GEMV + selection kernels, %lld of %lld", (long long)batch,
-                      (long long)kc, (long long)n);
+        std::snprintf(task, sizeof task, "  batch %lld: GEMV + selection kernels, %lld of %lld%s", (long long)batch,
+                      (long long)kc, (long long)n, half ? ", 16-bit rows" : "");
         std::snprintf(note, sizeof note, "%lld blocks", (long long)blocks);
-        report(task, "device", t, double(n) * dim * sizeof(float) / t.median_ms / 1e6, "GB/s", note);
+        const double bytes = double(n) * dim * (half ? sizeof(__half) : sizeof(float));
+        report(task, "device", t, bytes / t.median_ms / 1e6, "GB/s", note);
         cudaFree(block_keys);
         cudaFree(block_rows);
         cudaFree(keys);
@@ -649,8 +662,9 @@ int main(int argc, char** argv) {
         int32_t* block_rows = nullptr;
         CHECK_CUDA(cudaMalloc(&block_keys, blocks * kc * sizeof(float)));
         CHECK_CUDA(cudaMalloc(&block_rows, blocks * kc * sizeof(int32_t)));
-        gpu::launch_gemv_select(dq, 1, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, kc, nullptr, 0,
-                                blocks, block_keys, block_rows, keys, rows_out, nullptr, gpu::GemvStats{}, 0);
+        gpu::launch_gemv_select(dq, 1, gpu::matrix_data(*matrix), nullptr, gpu::matrix_norms(*matrix), n, dim, kc,
+                                nullptr, 0, blocks, block_keys, block_rows, keys, rows_out, nullptr, gpu::GemvStats{},
+                                0);
         const Timing finish = time_it(std::max(runs, 21), [&] {
           gpu::launch_finish_small(gpu::matrix_data(*matrix), dq, dim, keys, rows_out, kc, k, 1, true, nullptr, nullptr,
                                    nullptr, nullptr, dd, di, 0);

@@ -92,6 +92,7 @@
 #include "cuda/flat/device_matrix.h"
 #include "cuda/flat/exact_distances.h"
 #include "cuda/flat/gemv_select.h"
+#include "cuda/flat/half_rows.h"
 #include "cuda/flat/kernels.h"
 #include "cuda/flat/knn_passes.h"
 #include "cuda/flat/tf32_select.h"
@@ -226,6 +227,7 @@ ComputeMode gemm_mode(TileKind kind) {
 
 thread_local KnnPassCounts pass_counts;
 std::atomic<bool> gemv_select_on{true};
+std::atomic<bool> half_rows_on{true};
 std::atomic<int64_t> min_tf32_queries{kMinTf32Queries};
 std::atomic<int64_t> min_fused_queries{kMinFusedQueries};
 
@@ -236,6 +238,7 @@ struct PassSpec {
   int64_t kc = 0;         // candidates per query (k for the direct tile)
   bool certify = false;   // write per-query certificate flags (certify.h)
   bool centred = false;   // the GEMM multiplies the centred rows (centring.h; Shared::centre)
+  bool half_rows = false;  // the GEMV pass reads Shared::half_rows
   CertifyModel model;
 };
 
@@ -269,6 +272,8 @@ struct Shared {
   PoolBuffer<float> centre, centred_base, centred_norms;
   // The certificate's statistics of the base's rows, kept with an index's DeviceMatrix, or nullptr.
   const unsigned* kept_base_stats = nullptr;
+  // An index's 16-bit rows with their statistics (half_rows.h; rows null: none).
+  HalfRows half_rows;
 };
 
 // Host bytes to dst: host memory by memcpy, device memory (one output of two may be) by the runtime.
@@ -885,8 +890,10 @@ void Pass::start_streams() {
     return;
   }
   QV_CUDA_CHECK(cudaMemsetAsync(base_stats.get(), 0, kBaseStatsCount * sizeof(unsigned), s1));
-  if (!chunked && stats_read_rows && !centred && sh.kept_base_stats != nullptr) {
-    QV_CUDA_CHECK(cudaMemcpyAsync(base_stats.get(), sh.kept_base_stats, kBaseStatsCount * sizeof(unsigned),
+  // (The 16-bit rows' statistics are of their residuals, which the rows themselves do not give.)
+  const unsigned* kept = spec.half_rows ? sh.half_rows.stats : sh.kept_base_stats;
+  if (!chunked && stats_read_rows && !centred && kept != nullptr) {
+    QV_CUDA_CHECK(cudaMemcpyAsync(base_stats.get(), kept, kBaseStatsCount * sizeof(unsigned),
                                   cudaMemcpyDeviceToDevice, s1));
   } else if (!chunked) {
     gather_base_stats(yc, yc_norms, n, s1);
@@ -993,8 +1000,9 @@ void Pass::search_gemv() {
     stats.norms_scale = norms_scale;
     stats.block_norms_max = gemv_norms_max.get();
   }
-  launch_gemv_select(xc, nq, yc, l2 ? yc_norms : nullptr, n, dim, kc, filter, sh.filter.nbits, gemv_blocks,
-                     gemv_keys.get(), gemv_rows.get(), best_keys.get(), best_rows.get(), y, stats, s0);
+  launch_gemv_select(xc, nq, yc, spec.half_rows ? sh.half_rows.rows : nullptr, l2 ? yc_norms : nullptr, n, dim, kc,
+                     filter, sh.filter.nbits, gemv_blocks, gemv_keys.get(), gemv_rows.get(), best_keys.get(),
+                     best_rows.get(), y, stats, s0);
 }
 
 // A base on the device: each query tile against every base tile (or the fused kernel, or the GEMV
@@ -1357,10 +1365,11 @@ std::vector<int64_t> run_subset(Shared& sh, const float* queries, const std::vec
   return still;
 }
 
-// gpu.h's knn; kept_base_stats: Shared's.
+// gpu.h's knn; kept_base_stats, half_rows: Shared's.
 void knn_search(Resources& resources, Metric metric, const float* base, const float* base_norms, int64_t n,
                 int64_t dim, const float* queries, int64_t nq, int64_t k, float* distances, int64_t* ids,
-                const RowFilter& filter, ComputeMode mode, const unsigned* kept_base_stats) {
+                const RowFilter& filter, ComputeMode mode, const unsigned* kept_base_stats,
+                const HalfRows& half_rows = {}) {
   DeviceScope device_scope(resources.device());  // the context's device, whatever the caller's
   require(is_valid_metric(static_cast<int32_t>(metric)), "metric: ", static_cast<int32_t>(metric),
           " is not L2, inner product or cosine");
@@ -1403,6 +1412,12 @@ void knn_search(Resources& resources, Metric metric, const float* base, const fl
     first.kc = certified_candidate_count(k);
     first.certify = true;
     first.model = certify_model(first.kind == TileKind::tf32, l2, dim);
+    // A small batch's GEMV pass over an index's 16-bit rows; the float pass takes what they leave.
+    if (first.kind == TileKind::sgemm && half_rows.rows != nullptr && gemv_select_on.load(std::memory_order_relaxed) &&
+        gemv_select_fits(nq, dim, first.kc)) {
+      first.half_rows = true;
+      first.model = half_rows_model(l2, dim);
+    }
   }
 
   Shared sh;
@@ -1411,6 +1426,7 @@ void knn_search(Resources& resources, Metric metric, const float* base, const fl
   sh.base = base;
   sh.base_norms = base_norms;
   sh.kept_base_stats = kept_base_stats;
+  sh.half_rows = half_rows;
   sh.n = n;
   sh.dim = dim;
   sh.filter = filter;
@@ -1433,13 +1449,16 @@ void knn_search(Resources& resources, Metric metric, const float* base, const fl
     for (int64_t q = 0; q < nq; ++q)
       if (flags[size_t(q)] == 0) failing.push_back(q);
     (first.kind == TileKind::tf32 ? counts.tf32 : counts.sgemm) = nq - static_cast<int64_t>(failing.size());
-    if (!failing.empty() && first.kind == TileKind::tf32) {
+    if (first.half_rows) counts.half_rows = counts.sgemm;
+    // The float SGEMM (or GEMV) pass after the TF32 pass or the 16-bit rows.
+    if (!failing.empty() && (first.kind == TileKind::tf32 || first.half_rows)) {
       PassSpec second = first;
       second.kind = TileKind::sgemm;
+      second.half_rows = false;
       second.model = certify_model(false, l2, dim, second.centred);
       const int64_t tried = static_cast<int64_t>(failing.size());
       failing = run_subset(sh, queries, failing, k, second, distances, ids);
-      counts.sgemm = tried - static_cast<int64_t>(failing.size());
+      counts.sgemm += tried - static_cast<int64_t>(failing.size());
     }
     if (!failing.empty()) {
       PassSpec last;
@@ -1467,13 +1486,24 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
 
 void knn(Resources& resources, Metric metric, const DeviceMatrix& base, const float* queries, int64_t nq, int64_t k,
          float* distances, int64_t* ids, const RowFilter& filter, ComputeMode mode) {
-  knn_search(resources, metric, matrix_data(base), matrix_norms(base), matrix_rows(base), matrix_dim(base), queries,
-             nq, k, distances, ids, filter, mode, matrix_base_stats(base));
+  // A small batch's GEMV pass reads the matrix's 16-bit rows, made by the first such search.
+  const int64_t dim = matrix_dim(base);
+  const bool small_batch = mode == ComputeMode::fp32 && nq >= 1 &&
+                           nq < min_tf32_queries.load(std::memory_order_relaxed) && k >= 1 && k <= kMaxCertifiedK &&
+                           gemv_select_on.load(std::memory_order_relaxed) &&
+                           half_rows_on.load(std::memory_order_relaxed) &&
+                           gemv_select_fits(nq, dim, certified_candidate_count(k)) &&
+                           matrix_rows(base) * dim * int64_t(sizeof(float)) >= kMinHalfRowsBytes;
+  const HalfRows half_rows = small_batch ? matrix_half_rows(resources, base) : HalfRows{};
+  knn_search(resources, metric, matrix_data(base), matrix_norms(base), matrix_rows(base), dim, queries, nq, k,
+             distances, ids, filter, mode, matrix_base_stats(base), half_rows);
 }
 
 KnnPassCounts last_knn_pass_counts() { return pass_counts; }
 
 void set_gemv_select_enabled(bool on) { gemv_select_on.store(on, std::memory_order_relaxed); }
+
+void set_half_rows_enabled(bool on) { half_rows_on.store(on, std::memory_order_relaxed); }
 
 BatchPassThresholds default_batch_pass_thresholds() { return {kMinTf32Queries, kMinFusedQueries}; }
 

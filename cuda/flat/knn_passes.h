@@ -21,6 +21,7 @@ struct KnnPassCounts {
   int64_t chunks = 0;  // chunks of the base searched as they came to the device (0: resident first)
   int64_t gemv = 0;    // queries whose SGEMM pass ran as one GEMV with its selection (gemv_select.h)
   int64_t fused = 0;   // queries whose TF32 pass ran as one kernel with its selection (tf32_select.h)
+  int64_t half_rows = 0;  // of the sgemm ones, certified by the GEMV pass over 16-bit rows (half_rows.h)
   int64_t query_tiles = 0;  // query tiles of the first pass whose host queries arrived tile by tile
 };
 
@@ -30,6 +31,8 @@ KnnPassCounts last_knn_pass_counts();
 // The GEMV pass of small batches (gemv_select.h) is on by default; tests and benchmarks switch it off
 // to compare with the SGEMM tiles it replaces. Process-wide; set it between searches, not during one.
 void set_gemv_select_enabled(bool on);
+// Likewise the 16-bit rows an index keeps for it (half_rows.h), to compare with its float rows.
+void set_half_rows_enabled(bool on);
 
 // The batch sizes from which the fp32 mode takes the TF32 pass (the SGEMM pass below) and runs it as
 // one kernel (cuBLAS tiles below). Tests and benchmarks move them to run or time each pass at any
