@@ -68,23 +68,28 @@ __device__ __forceinline__ void clamp_limit(WS& ws, float t) {
 // aligned), float4s in chunks of kLoadsPerLane, or (kShort: rows of at most one chunk a lane, up to
 // 128 floats, few queries) its whole share at once, the next step's loads issued before this step's
 // keys are formed and offered, so that a warp always has bytes in flight. kHalf: 16-bit rows
-// (half_rows.h), groups of 8 values in 16-byte loads.
+// (half_rows.h), groups of 8 values in 16-byte loads, as kShort for one or two queries.
 enum class Layout { kFloats, kFloat4, kShort, kHalf };
 
-// Blocks a multiprocessor must hold, which caps the registers: 80 a thread for one or two queries
-// read a step at a time (24 warps with bytes in flight), 128 for four queries and for kShort's two
-// register sets.
+// Rows read with two register sets taking turns (the next step's loads in flight while this step's
+// keys are formed): kShort, and kHalf for one or two queries.
 template <int NQ, Layout L>
-constexpr int kMinBlocks = NQ <= 2 && L != Layout::kShort ? 3 : 2;
+constexpr bool kTwoRegisterSets = L == Layout::kShort || (L == Layout::kHalf && NQ <= 2);
 
-// The float4s c = c0, c0 + 4, ... (kLoads of them, those below dim4) of a row; zeros elsewhere and
-// for an invalid row (nothing read).
-template <int kLoads>
-__device__ __forceinline__ void load_chunk(const float4* row, bool valid, int c0, int dim4, float4 (&v)[kLoads]) {
+// Blocks a multiprocessor must hold, which caps the registers: 80 a thread for one or two queries
+// read a step at a time (24 warps with bytes in flight), 128 for four queries and for two register
+// sets.
+template <int NQ, Layout L>
+constexpr int kMinBlocks = NQ <= 2 && !kTwoRegisterSets<NQ, L> ? 3 : 2;
+
+// The chunks c = c0, c0 + 4, ... (kLoads of them, those below `chunks`) of a row: float4s, or
+// uint4s of 8 half values; zeros elsewhere and for an invalid row (nothing read).
+template <typename Chunk, int kLoads>
+__device__ __forceinline__ void load_chunk(const Chunk* row, bool valid, int c0, int chunks, Chunk (&v)[kLoads]) {
 #pragma unroll
   for (int u = 0; u < kLoads; ++u) {
     const int c = c0 + kLanesPerRow * u;
-    v[u] = valid && c < dim4 ? __ldg(row + c) : make_float4(0.f, 0.f, 0.f, 0.f);
+    v[u] = valid && c < chunks ? __ldg(row + c) : Chunk{};
   }
 }
 
@@ -104,6 +109,40 @@ __device__ __forceinline__ void multiply_chunk(const float4 (&v)[kLoads], int c0
         acc[q] = fmaf(v[u].y, x.y, acc[q]);
         acc[q] = fmaf(v[u].z, x.z, acc[q]);
         acc[q] = fmaf(v[u].w, x.w, acc[q]);
+      }
+    }
+  }
+}
+
+// The same for chunks of 8 half values (16-bit rows, half_rows.h: dim8 = dim / 8 chunks a row),
+// each value widened to float exactly.
+template <int NQ, int kLoads>
+__device__ __forceinline__ void multiply_chunk(const uint4 (&v)[kLoads], int c0, int dim8, const float4* x4,
+                                               float (&acc)[NQ]) {
+  const int dim4 = 2 * dim8;
+#pragma unroll
+  for (int u = 0; u < kLoads; ++u) {
+    const int c = c0 + kLanesPerRow * u;
+    if (c < dim8) {
+      const __half2* h = reinterpret_cast<const __half2*>(&v[u]);
+      float y[8];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float2 f = __half22float2(h[i]);
+        y[2 * i] = f.x;
+        y[2 * i + 1] = f.y;
+      }
+#pragma unroll
+      for (int q = 0; q < NQ; ++q) {
+        const float4 a = x4[q * dim4 + 2 * c], b = x4[q * dim4 + 2 * c + 1];
+        acc[q] = fmaf(y[0], a.x, acc[q]);
+        acc[q] = fmaf(y[1], a.y, acc[q]);
+        acc[q] = fmaf(y[2], a.z, acc[q]);
+        acc[q] = fmaf(y[3], a.w, acc[q]);
+        acc[q] = fmaf(y[4], b.x, acc[q]);
+        acc[q] = fmaf(y[5], b.y, acc[q]);
+        acc[q] = fmaf(y[6], b.z, acc[q]);
+        acc[q] = fmaf(y[7], b.w, acc[q]);
       }
     }
   }
@@ -136,52 +175,6 @@ __device__ __forceinline__ void row_products(const float* row, bool valid, int d
         if (c < dim) {
 #pragma unroll
           for (int q = 0; q < NQ; ++q) acc[q] = fmaf(v[u], xs[q * dim + c], acc[q]);
-        }
-      }
-    }
-  }
-}
-
-// acc[q] += the products of this lane's share of a 16-bit row (groups of 8 values c = sub, sub + 4,
-// ...; half_rows_fit(dim), the row 16-byte aligned) with query q in shared memory, each value widened
-// to float exactly, summed in order as row_products does.
-template <int NQ>
-__device__ __forceinline__ void half_row_products(const __half* row, bool valid, int dim, int sub, const float* xs,
-                                                  float (&acc)[NQ]) {
-  constexpr int kLoads = kLoadsPerLane;
-  const int dim8 = dim / 8, dim4 = dim / 4;
-  const uint4* row8 = reinterpret_cast<const uint4*>(row);
-  const float4* x4 = reinterpret_cast<const float4*>(xs);
-  for (int c0 = sub; c0 < dim8; c0 += kLanesPerRow * kLoads) {
-    uint4 v[kLoads];
-#pragma unroll
-    for (int u = 0; u < kLoads; ++u) {
-      const int c = c0 + kLanesPerRow * u;
-      v[u] = valid && c < dim8 ? __ldg(row8 + c) : make_uint4(0u, 0u, 0u, 0u);
-    }
-#pragma unroll
-    for (int u = 0; u < kLoads; ++u) {
-      const int c = c0 + kLanesPerRow * u;
-      if (c < dim8) {
-        const __half2* h = reinterpret_cast<const __half2*>(&v[u]);
-        float y[8];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float2 f = __half22float2(h[i]);
-          y[2 * i] = f.x;
-          y[2 * i + 1] = f.y;
-        }
-#pragma unroll
-        for (int q = 0; q < NQ; ++q) {
-          const float4 a = x4[q * dim4 + 2 * c], b = x4[q * dim4 + 2 * c + 1];
-          acc[q] = fmaf(y[0], a.x, acc[q]);
-          acc[q] = fmaf(y[1], a.y, acc[q]);
-          acc[q] = fmaf(y[2], a.z, acc[q]);
-          acc[q] = fmaf(y[3], a.w, acc[q]);
-          acc[q] = fmaf(y[4], b.x, acc[q]);
-          acc[q] = fmaf(y[5], b.y, acc[q]);
-          acc[q] = fmaf(y[6], b.z, acc[q]);
-          acc[q] = fmaf(y[7], b.w, acc[q]);
         }
       }
     }
@@ -252,19 +245,21 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocks<NQ, L>))
 #pragma unroll
   for (int q = 0; q < NQ; ++q) ws[q].reset(kc);
 
-  if constexpr (L == Layout::kShort) {
+  const float4* x4 = reinterpret_cast<const float4*>(xs);
+  if constexpr (kTwoRegisterSets<NQ, L>) {
     // Two register sets take turns: a step's rows are read while the previous step's are used.
-    const int dim4 = dim / 4;
-    const float4* base4 = reinterpret_cast<const float4*>(base);
-    const float4* x4 = reinterpret_cast<const float4*>(xs);
-    float4 a[kLoads], b[kLoads];
+    using Chunk = std::conditional_t<L == Layout::kHalf, uint4, float4>;
+    const int chunks = L == Layout::kHalf ? dim / 8 : dim / 4;
+    const Chunk* rows = L == Layout::kHalf ? reinterpret_cast<const Chunk*>(half_base)
+                                           : reinterpret_cast<const Chunk*>(base);
+    Chunk a[kLoads], b[kLoads];
     float norm_a = norm_of(row_of(first)), norm_b = 0.f;
-    load_chunk(base4 + row_of(first) * dim4, row_of(first) < n, sub, dim4, a);
-    auto use = [&](int64_t step, const float4(&v)[kLoads], float norm) {
+    load_chunk(rows + row_of(first) * chunks, row_of(first) < n, sub, chunks, a);
+    auto use = [&](int64_t step, const Chunk(&v)[kLoads], float norm) {
       float acc[NQ];
 #pragma unroll
       for (int q = 0; q < NQ; ++q) acc[q] = 0.f;
-      multiply_chunk(v, sub, dim4, x4, acc);
+      multiply_chunk(v, sub, chunks, x4, acc);
       const int64_t row = row_of(step);
       norms_max = fmaxf(norms_max, norm);
       offer_row(ws, acc, row, row < n && sub == 0, norm, l2, nq, filter, filter_bits);
@@ -272,12 +267,12 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocks<NQ, L>))
     for (int64_t step = first; step < n; step += 2 * stride) {
       const int64_t second = step + stride;
       norm_b = norm_of(row_of(second));
-      load_chunk(base4 + row_of(second) * dim4, row_of(second) < n, sub, dim4, b);
+      load_chunk(rows + row_of(second) * chunks, row_of(second) < n, sub, chunks, b);
       use(step, a, norm_a);
       if (second >= n) break;
       const int64_t third = second + stride;
       norm_a = norm_of(row_of(third));
-      load_chunk(base4 + row_of(third) * dim4, row_of(third) < n, sub, dim4, a);
+      load_chunk(rows + row_of(third) * chunks, row_of(third) < n, sub, chunks, a);
       use(second, b, norm_b);
     }
   } else {
@@ -288,8 +283,14 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocks<NQ, L>))
       float acc[NQ];
 #pragma unroll
       for (int q = 0; q < NQ; ++q) acc[q] = 0.f;
-      if constexpr (L == Layout::kHalf) {
-        half_row_products<NQ>(half_base + row * dim, valid, dim, sub, xs, acc);
+      if constexpr (L == Layout::kHalf) {  // four queries: one register set, half as long (no spills)
+        constexpr int kHalfLoads = kLoads / 2;
+        const int dim8 = dim / 8;
+        for (int c0 = sub; c0 < dim8; c0 += kLanesPerRow * kHalfLoads) {
+          uint4 v[kHalfLoads];
+          load_chunk(reinterpret_cast<const uint4*>(half_base) + row * dim8, valid, c0, dim8, v);
+          multiply_chunk(v, c0, dim8, x4, acc);
+        }
       } else {
         row_products<NQ, L>(base + row * dim, valid, dim, sub, xs, acc);
       }

@@ -14,6 +14,9 @@
 //      few candidates under a tight bound by counting (no queues), and gathers the certificate's
 //      statistics on the side.
 //
+// Over an index's 16-bit rows (half_rows.h) the kernel reads half the bytes; its keys are then those
+// of the rounded rows, which the certificate bounds as rounded inputs.
+//
 // The keys are those of the SGEMM pass up to the summation order of the dot product: ||y||^2 - 2
 // <x, y> (L2, with the given norms; one fmaf forms it, as the selection adds its bias) or -<x, y>.
 // Each lane sums its share of the products with fmaf in order, two shuffle additions join the four
