@@ -617,7 +617,7 @@ int main(int argc, char** argv) {
       for (bool half : {false, true}) {
         if (half && half_rows.rows == nullptr) continue;
         const int64_t kc = gpu::certified_candidate_count(10);
-        const int64_t blocks = gpu::gemv_select_blocks(resources->limits(), batch, n, dim, kc);
+        const int64_t blocks = gpu::gemv_select_blocks(resources->limits(), batch, n, dim, kc, half);
         float* block_keys = nullptr;
         int32_t* block_rows = nullptr;
         float* keys = nullptr;

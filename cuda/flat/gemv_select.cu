@@ -589,10 +589,11 @@ bool gemv_select_fits(int64_t nq, int64_t dim, int64_t kc) {
          padded_queries(nq) * dim <= kMaxQueryFloats;
 }
 
-int64_t gemv_select_blocks(const SelectLimits& limits, int64_t nq, int64_t n, int64_t dim, int64_t kc) {
+int64_t gemv_select_blocks(const SelectLimits& limits, int64_t nq, int64_t n, int64_t dim, int64_t kc,
+                           bool half_rows) {
   // (For the aligned layout: an unaligned base's kernel holds about as many.)
-  const int resident =
-      dispatch(nq, kc, layout_for(nullptr, nullptr, nq, dim), [](auto v) { return decltype(v)::resident(); });
+  const Layout layout = half_rows ? Layout::kHalf : layout_for(nullptr, nullptr, nq, dim);
+  const int resident = dispatch(nq, kc, layout, [](auto v) { return decltype(v)::resident(); });
   const int64_t wanted = (n + kWarps * kMinRowsPerWarp - 1) / (kWarps * kMinRowsPerWarp);
   return std::clamp<int64_t>(wanted, 1, int64_t(resident) * limits.sm_count);
 }

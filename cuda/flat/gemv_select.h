@@ -50,7 +50,9 @@ bool gemv_select_fits(int64_t nq, int64_t dim, int64_t kc);
 // Blocks of the first kernel for this search (as many as the current device holds at once on the
 // `limits.sm_count` multiprocessors, fewer for a short base): the merge reads nq x blocks x kc
 // candidates.
-int64_t gemv_select_blocks(const SelectLimits& limits, int64_t nq, int64_t n, int64_t dim, int64_t kc);
+// half_rows: the launch reads 16-bit rows (half_base).
+int64_t gemv_select_blocks(const SelectLimits& limits, int64_t nq, int64_t n, int64_t dim, int64_t kc,
+                           bool half_rows = false);
 
 // The certificate's statistics (certify.h) the pass gathers as it goes, so that a search that
 // certifies has no statistics kernels to wait for; null pointers: not wanted. query_stats: nq x 2

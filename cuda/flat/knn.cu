@@ -736,7 +736,7 @@ void Pass::plan_search() {
          gemv_select_fits(nq, dim, kc);
   if (gemv) {
     plan = {nq, n};
-    gemv_blocks = gemv_select_blocks(resources.limits(), nq, n, dim, kc);
+    gemv_blocks = gemv_select_blocks(resources.limits(), nq, n, dim, kc, spec.half_rows);
     rerank_workspace_bytes = select_workspace_bytes<int32_t>(resources.limits(), nq, kc, k);
     return;
   }
