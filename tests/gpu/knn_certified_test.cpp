@@ -120,6 +120,19 @@ TEST(GpuKnnCertified, CertifiesTheBenchmarkShapeWithTf32) {
   }
 }
 
+// Large host results (k = 1600: 19 KB a query) split the fused pass into query tiles, each tile's
+// results copied to the host while the next computes (knn.cu, kFusedResultTileBytes): two tiles of
+// 900 here; exact, every query answered. (Under the sanitizer: the kernels of the other tests.)
+TEST(GpuKnnCertified, LargeHostResultsComeBackByQueryTile) {
+  QV_REQUIRE_GPU();
+  if (testing::skip_under_sanitizer(true)) GTEST_SKIP() << "the same kernels as the other fused tests";
+  gpu::Resources& resources = testing::shared_resources();
+  const Problem p = testing::uniform_problem(16500, 8, 1800, Metric::l2, 71);
+  const Output o = search(resources, p, 1600);
+  EXPECT_EQ(answered(gpu::last_knn_pass_counts()), p.nq);
+  expect_exact(p, 1600, o.dist, o.ids);
+}
+
 // A base of 131 072 rows or more: the fused pass's bounding part starts from the kc-th best of a
 // sample of rows searched by one GEMM tile (knn.cu, kSampleRows), up to 256 candidates; the results
 // are exact, with and without a filter, near and far from the origin, for L2 and inner products.
