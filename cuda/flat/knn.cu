@@ -233,6 +233,7 @@ ComputeMode gemm_mode(TileKind kind) {
 
 thread_local KnnPassCounts pass_counts;
 std::atomic<bool> gemv_select_on{true};
+std::atomic<int64_t> fused_result_tile_bytes{kFusedResultTileBytes};
 
 bool is_half(TileKind kind) { return kind == TileKind::fp16 || kind == TileKind::bf16; }
 
@@ -757,7 +758,8 @@ void Pass::plan_search() {
   const int64_t fused_query_rows =
       outputs_on_device || chunked
           ? kFusedQueryRows
-          : std::clamp(kFusedResultTileBytes / result_row_bytes, kMinFusedResultRows, kFusedQueryRows);
+          : std::clamp(fused_result_tile_bytes.load(std::memory_order_relaxed) / result_row_bytes, kMinFusedResultRows,
+                       kFusedQueryRows);
   plan = fused ? plan_fused(nq, n, fused_query_rows) : plan_tiles(tile_floats, nq, n, kc, tiled_query_rows);
   min_splits = split_kc < kc ? kTruncatedSplitsPerList * kc / split_kc : 1;
   splits = fused ? tf32_select_splits(resources.limits(), plan.query_rows, fused_rows, min_splits) : 0;
@@ -1481,5 +1483,9 @@ void knn(Resources& resources, Metric metric, const DeviceMatrix& base, const fl
 KnnPassCounts last_knn_pass_counts() { return pass_counts; }
 
 void set_gemv_select_enabled(bool on) { gemv_select_on.store(on, std::memory_order_relaxed); }
+
+void set_fused_result_tile_bytes(int64_t bytes) {
+  fused_result_tile_bytes.store(bytes > 0 ? bytes : kFusedResultTileBytes, std::memory_order_relaxed);
+}
 
 }  // namespace quiver::gpu

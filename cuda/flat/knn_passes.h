@@ -30,4 +30,9 @@ KnnPassCounts last_knn_pass_counts();
 // to compare with the SGEMM tiles it replaces. Process-wide; set it between searches, not during one.
 void set_gemv_select_enabled(bool on);
 
+// The most bytes of host results one query tile of the fused TF32 pass holds (knn.cu's
+// kFusedResultTileBytes; 0: that default), for tests to split small searches into such tiles.
+// Process-wide; set it between searches, not during one.
+void set_fused_result_tile_bytes(int64_t bytes);
+
 }  // namespace quiver::gpu
