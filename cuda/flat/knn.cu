@@ -126,6 +126,13 @@ constexpr int64_t kMinFusedQueries = 64;
 // It writes no distance tiles, so its query tiles are as large as this allows: fewer, longer splits
 // of the base, over which each block's start (its queries' load, its lists filling) is amortised.
 constexpr int64_t kFusedQueryRows = 16384;
+// Except where its host results are large (a resident base): those of a query tile come back while
+// the next tile computes, and a tile holds at most this many bytes of them (at least
+// kMinFusedResultRows queries).
+// k = 1024: 10 000 queries' 123 MB came back in one piece after everything else (6.3 ms of the 46.7
+// host to host, H200).
+constexpr int64_t kFusedResultTileBytes = int64_t(32) << 20;
+constexpr int64_t kMinFusedResultRows = 1024;
 // ... and from this many base rows on. Each query's list of kc candidates fills as the rows go by:
 // over a short base most rows enter it (about kc ln(n / kc) of n), and the kernel's list upkeep costs
 // more than the tiles' write and read (H100, 1M queries against 1024 rows, k = 1: 14.4 ms fused).
@@ -198,9 +205,9 @@ TilePlan plan_tiles(int64_t tile_floats, int64_t nq, int64_t n, int64_t k, int64
   return {query_rows, columns};
 }
 
-// The fused TF32 pass's query tiles: balanced, at most kFusedQueryRows queries (columns: the base).
-TilePlan plan_fused(int64_t nq, int64_t n) {
-  const int64_t query_tiles = (nq + kFusedQueryRows - 1) / kFusedQueryRows;
+// The fused TF32 pass's query tiles: balanced, at most max_rows queries (columns: the base).
+TilePlan plan_fused(int64_t nq, int64_t n, int64_t max_rows) {
+  const int64_t query_tiles = (nq + max_rows - 1) / max_rows;
   return {(nq + query_tiles - 1) / query_tiles, n};
 }
 
@@ -230,6 +237,7 @@ std::atomic<bool> gemv_select_on{true};
 std::atomic<bool> half_rows_on{true};
 std::atomic<int64_t> min_tf32_queries{kMinTf32Queries};
 std::atomic<int64_t> min_fused_queries{kMinFusedQueries};
+std::atomic<int64_t> fused_result_tile_bytes{kFusedResultTileBytes};
 
 bool is_half(TileKind kind) { return kind == TileKind::fp16 || kind == TileKind::bf16; }
 
@@ -754,7 +762,14 @@ void Pass::plan_search() {
   // kernel takes them whole.
   const int64_t tile_floats = resources.tile_bytes() / int64_t(sizeof(float));
   const int64_t tiled_query_rows = queries_deferred ? (nq + kArrivingQueryTiles - 1) / kArrivingQueryTiles : nq;
-  plan = fused ? plan_fused(nq, n) : plan_tiles(tile_floats, nq, n, kc, tiled_query_rows);
+  // (A base in chunks finishes every query tile after its last chunk: nothing to overlap there.)
+  const int64_t result_row_bytes = k * int64_t(sizeof(float) + sizeof(int64_t));
+  const int64_t fused_query_rows =
+      outputs_on_device || chunked
+          ? kFusedQueryRows
+          : std::clamp(fused_result_tile_bytes.load(std::memory_order_relaxed) / result_row_bytes, kMinFusedResultRows,
+                       kFusedQueryRows);
+  plan = fused ? plan_fused(nq, n, fused_query_rows) : plan_tiles(tile_floats, nq, n, kc, tiled_query_rows);
   min_splits = split_kc < kc ? kTruncatedSplitsPerList * kc / split_kc : 1;
   splits = fused ? tf32_select_splits(resources.limits(), plan.query_rows, fused_rows, min_splits) : 0;
   if (fused && splits * split_kc < kc) {  // too few splits to hold kc candidates
@@ -1510,6 +1525,10 @@ BatchPassThresholds default_batch_pass_thresholds() { return {kMinTf32Queries, k
 void set_batch_pass_thresholds(BatchPassThresholds thresholds) {
   min_tf32_queries.store(thresholds.min_tf32_queries, std::memory_order_relaxed);
   min_fused_queries.store(thresholds.min_fused_queries, std::memory_order_relaxed);
+}
+
+void set_fused_result_tile_bytes(int64_t bytes) {
+  fused_result_tile_bytes.store(bytes > 0 ? bytes : kFusedResultTileBytes, std::memory_order_relaxed);
 }
 
 }  // namespace quiver::gpu

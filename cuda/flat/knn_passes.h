@@ -44,4 +44,9 @@ struct BatchPassThresholds {
 BatchPassThresholds default_batch_pass_thresholds();
 void set_batch_pass_thresholds(BatchPassThresholds thresholds);
 
+// The most bytes of host results one query tile of the fused TF32 pass holds (knn.cu's
+// kFusedResultTileBytes; 0: that default), for tests to split small searches into such tiles.
+// Process-wide; set it between searches, not during one.
+void set_fused_result_tile_bytes(int64_t bytes);
+
 }  // namespace quiver::gpu

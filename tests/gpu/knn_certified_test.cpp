@@ -159,6 +159,30 @@ TEST(GpuKnnCertified, EveryPassAtEveryBatchSize) {
   }
 }
 
+// Large host results split the fused pass into query tiles, each tile's results copied to the host
+// while the next computes (knn.cu, kFusedResultTileBytes; here 1 MiB: three tiles of 834 queries at
+// k = 100); exact, every query certified by the TF32 pass, on the host and on the device.
+class FusedResultTileBytes {
+ public:
+  explicit FusedResultTileBytes(int64_t bytes) { gpu::set_fused_result_tile_bytes(bytes); }
+  ~FusedResultTileBytes() { gpu::set_fused_result_tile_bytes(0); }
+};
+
+TEST(GpuKnnCertified, LargeHostResultsComeBackByQueryTile) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  const FusedResultTileBytes small_tiles(int64_t(1) << 20);
+  const Problem p =
+      testing::uniform_problem(testing::sized(20000, 16500), 8, testing::sized(2500, 2100), Metric::l2, 71);
+  const Output o = search(resources, p, 100);
+  EXPECT_EQ(gpu::last_knn_pass_counts().tf32, p.nq);
+  expect_exact(p, 100, o.dist, o.ids);
+  DeviceArray<float> queries(p.queries), dist{size_t(p.nq * 100)};
+  DeviceArray<int64_t> ids{size_t(p.nq * 100)};
+  gpu::knn(resources, p.metric, p.base.data(), nullptr, p.n, p.dim, queries.get(), p.nq, 100, dist.get(), ids.get());
+  expect_exact(p, 100, dist.to_host(), ids.to_host());
+}
+
 // A base of 131 072 rows or more: the fused pass's bounding part starts from the kc-th best of a
 // sample of rows searched by one GEMM tile (knn.cu, kSampleRows), up to 256 candidates; the results
 // are exact, with and without a filter, near and far from the origin, for L2 and inner products.
