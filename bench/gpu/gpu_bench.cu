@@ -202,9 +202,9 @@ std::string passes_note() {
   const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
   char note[128];
   std::snprintf(note, sizeof note,
-                "fp32 passes: tf32 %lld (fused %lld), sgemm %lld (gemv %lld, 16-bit rows %lld), direct %lld%s",
-                (long long)c.tf32, (long long)c.fused, (long long)c.sgemm, (long long)c.gemv, (long long)c.half_rows,
-                (long long)c.direct,
+                "fp32 passes: tf32 %lld (fused %lld), fp16 %lld, sgemm %lld (gemv %lld, 16-bit rows %lld), direct %lld%s",
+                (long long)c.tf32, (long long)c.fused, (long long)c.fp16, (long long)c.sgemm, (long long)c.gemv,
+                (long long)c.half_rows, (long long)c.direct,
                 c.chunks > 0 ? (", " + std::to_string(c.chunks) + " chunks").c_str() : "");
   return note;
 }
@@ -944,12 +944,19 @@ int main(int argc, char** argv) {
         CHECK_CUDA(cudaFree(dq));
         std::vector<float> hd(size_t(nq * k));
         std::vector<int64_t> hi(size_t(nq * k));
-        const Timing t = time_it(runs, [&] {
-          gpu::knn(*resources, Metric::l2, *m, hq.data(), nq, k, hd.data(), hi.data());
-        });
-        char task[96];
-        std::snprintf(task, sizeof task, "exact %lldx%lld (%s), k=10", (long long)sh.n, (long long)sh.dim, sh.what);
-        report(task, "host-to-host", t, nq / t.median_ms * 1e3, "QPS", passes_note());
+        // Rows of more than 128 values multiply in half tiles (knn_passes.h); timed again in TF32 tiles.
+        for (bool half_tiles : {true, false}) {
+          if (!half_tiles && sh.dim <= 128) continue;
+          gpu::set_fp16_certified_enabled(half_tiles);
+          const Timing t = time_it(runs, [&] {
+            gpu::knn(*resources, Metric::l2, *m, hq.data(), nq, k, hd.data(), hi.data());
+          });
+          gpu::set_fp16_certified_enabled(true);
+          char task[96];
+          std::snprintf(task, sizeof task, "exact %lldx%lld (%s), k=10%s", (long long)sh.n, (long long)sh.dim,
+                        sh.what, half_tiles ? "" : ", TF32 tiles");
+          report(task, "host-to-host", t, nq / t.median_ms * 1e3, "QPS", passes_note());
+        }
       }
     }
 

@@ -238,6 +238,7 @@ std::atomic<bool> half_rows_on{true};
 std::atomic<int64_t> min_tf32_queries{kMinTf32Queries};
 std::atomic<int64_t> min_fused_queries{kMinFusedQueries};
 std::atomic<int64_t> fused_result_tile_bytes{kFusedResultTileBytes};
+std::atomic<bool> fp16_certified_on{true};
 
 bool is_half(TileKind kind) { return kind == TileKind::fp16 || kind == TileKind::bf16; }
 
@@ -496,6 +497,9 @@ struct Pass {
   // magnitudes of the base and queries); a streamed base's are not known before its first tile, so
   // fp16 streams through float tiles (its candidates may then differ from the unstreamed search's).
   const bool key16;
+  // How the GEMM rounds its inputs, for the certificate's residual norms: a certified fp16 pass (see
+  // knn_search) rounds them to half, the TF32 pass to TF32.
+  const InputRounding rounding;
   const float alpha;
   const size_t gemm_value_bytes;
   // L2 on exact float inputs needs only max ||y||^2, which the norms give without reading the rows.
@@ -612,7 +616,8 @@ Pass::Pass(Shared& shared, const float* query_data, int64_t query_count, int64_t
       outputs_on_device(memory_kind(distances_out, device) == MemoryKind::device &&
                         memory_kind(ids_out, device) == MemoryKind::device),
       centred(pass_spec.centred),
-      key16(half && (!streamed || mode == ComputeMode::bf16)),
+      key16(half && !pass_spec.certify && (!streamed || mode == ComputeMode::bf16)),
+      rounding(half && mode == ComputeMode::fp16 ? InputRounding::fp16 : InputRounding::tf32),
       alpha(l2 ? -2.f : -1.f),
       gemm_value_bytes(half ? sizeof(uint16_t) : sizeof(float)),
       stats_read_rows(pass_spec.model.rounded_inputs || !l2),
@@ -638,8 +643,9 @@ void Pass::upload_queries() {
     query_centred = PoolBuffer<float>(pool, nq * dim);
     xc = query_centred.get();
   }
-  queries_deferred = (kind == MemoryKind::host_pageable || kind == MemoryKind::host_pinned) && !half && !chunked &&
-                     nq * dim * int64_t(sizeof(float)) >= kArrivingQueryBytes;
+  // (The fast half modes size their tiles' scale from every query first.)
+  queries_deferred = (kind == MemoryKind::host_pageable || kind == MemoryKind::host_pinned) &&
+                     (!half || spec.certify) && !chunked && nq * dim * int64_t(sizeof(float)) >= kArrivingQueryBytes;
   if (!queries_deferred) upload_query_rows(0, nq);
 }
 
@@ -664,6 +670,10 @@ void Pass::upload_query_rows(int64_t q0, int64_t rows) {
     copy_to_device(staging, device, query_copy.get() + q0 * dim, queries + q0 * dim,
                    size_t(rows * dim) * sizeof(float), stream);
   if (centred) launch_centre(x + q0 * dim, rows, dim, sh.centre.get(), query_centred.get() + q0 * dim, stream);
+  if (query_half.get() != nullptr) {  // a certified half pass's deferred queries (choose_gemm_operands)
+    launch_to_half(xc + q0 * dim, rows, dim, mode, query_half.get() + q0 * depth, overflow.get() + 1, nullptr,
+                   stream);
+  }
 }
 
 // An arriving query tile, before its GEMMs: copied and centred, then its certificate statistics on
@@ -675,7 +685,7 @@ void Pass::arrive_query_tile(int64_t q0, int64_t rows) {
   QV_CUDA_CHECK(cudaStreamWaitEvent(s0, query_tile_event(), 0));
   QV_CUDA_CHECK(cudaStreamWaitEvent(s1, query_tile_event(), 0));
   if (!spec.certify) return;
-  launch_query_stats(xc + q0 * dim, rows, dim, query_stats.get() + 2 * q0, s1);
+  launch_query_stats(xc + q0 * dim, rows, dim, query_stats.get() + 2 * q0, s1, rounding);
   QV_CUDA_CHECK(cudaEventRecord(stats_event(), s1));
 }
 
@@ -692,10 +702,12 @@ void Pass::choose_gemm_operands() {
   QV_CUDA_CHECK(cudaMemsetAsync(overflow.get(), 0, 4 * sizeof(int), s0));
   unsigned* max_abs =
       key16 && mode == ComputeMode::fp16 ? reinterpret_cast<unsigned*>(overflow.get() + 2) : nullptr;
-  launch_to_half(x, nq, dim, mode, query_half.get(), overflow.get() + 1, max_abs ? max_abs + 1 : nullptr, s0);
+  // (Deferred queries are rounded as they arrive: upload_query_rows.)
+  if (!queries_deferred)
+    launch_to_half(xc, nq, dim, mode, query_half.get(), overflow.get() + 1, max_abs ? max_abs + 1 : nullptr, s0);
   if (!streamed) {
     base_half = PoolBuffer<uint16_t>(pool, n * depth);
-    launch_to_half(y, n, dim, mode, base_half.get(), overflow.get(), max_abs, s0);
+    launch_to_half(yc, n, dim, mode, base_half.get(), overflow.get(), max_abs, s0);
     check_overflow();
     gemm_y = base_half.get();
     if (mode == ComputeMode::fp16) {
@@ -710,7 +722,9 @@ void Pass::choose_gemm_operands() {
 
 // fp16: refuses values beyond half's range (after the conversions queued on s0).
 void Pass::check_overflow() {
-  if (mode != ComputeMode::fp16) return;
+  // (A certified pass's base is within range (knn_search); a query beyond it has an infinite
+  // residual, which fails its certificate: the float pass answers it.)
+  if (mode != ComputeMode::fp16 || spec.certify) return;
   QV_CUDA_CHECK(cudaMemcpyAsync(flags_h, overflow.get(), sizeof flags_h, cudaMemcpyDeviceToHost, s0));
   QV_CUDA_CHECK(cudaStreamSynchronize(s0));
   if (flags_h[0] != 0 || flags_h[1] != 0)
@@ -730,7 +744,7 @@ void Pass::allocate_certificate() {
 // rows, or (L2 on exact inputs) from the largest of their norms.
 void Pass::gather_base_stats(const float* rows, const float* norms, int64_t count, cudaStream_t stream) {
   if (stats_read_rows) {
-    launch_base_stats(rows, count, dim, base_stats.get(), stream);
+    launch_base_stats(rows, count, dim, base_stats.get(), stream, rounding);
   } else {
     launch_norms_max(norms, count, norms_scale, base_stats.get(), stream);
   }
@@ -899,14 +913,17 @@ void Pass::start_streams() {
   if (!spec.certify) return;
   cudaStream_t s1 = resources.stream(1);
   // The GEMV pass gathers the queries' (and from the norms the base's) itself, on stream 0.
-  if (!gemv && !queries_arriving) launch_query_stats(xc, nq, dim, query_stats.get(), s1);
+  if (!gemv && !queries_arriving) launch_query_stats(xc, nq, dim, query_stats.get(), s1, rounding);
   if (gemv_base_stats()) {
     QV_CUDA_CHECK(cudaEventRecord(stats_event(), s1));
     return;
   }
   QV_CUDA_CHECK(cudaMemsetAsync(base_stats.get(), 0, kBaseStatsCount * sizeof(unsigned), s1));
-  // (The 16-bit rows' statistics are of their residuals, which the rows themselves do not give.)
-  const unsigned* kept = spec.half_rows ? sh.half_rows.stats : sh.kept_base_stats;
+  // (The 16-bit rows' statistics are of their residuals, which the rows themselves do not give; a
+  // DeviceMatrix keeps its rows' TF32 residuals, not their half ones.)
+  const unsigned* kept = spec.half_rows ? sh.half_rows.stats
+                         : rounding == InputRounding::tf32 ? sh.kept_base_stats
+                                                           : nullptr;
   if (!chunked && stats_read_rows && !centred && kept != nullptr) {
     QV_CUDA_CHECK(cudaMemcpyAsync(base_stats.get(), kept, kBaseStatsCount * sizeof(unsigned),
                                   cudaMemcpyDeviceToDevice, s1));
@@ -1380,6 +1397,24 @@ std::vector<int64_t> run_subset(Shared& sh, const float* queries, const std::vec
   return still;
 }
 
+// Whether a certified pass that would multiply TF32 tiles multiplies IEEE half tiles instead: twice
+// TF32's rate on the tensor cores, with the same 10-bit significand, so the certificate bounds the
+// rounding alike (its residual norms taken for half). Where the fused TF32 kernel does not take the
+// shape (rows of more than 128 values: tiles either way), over an index's rows whose kept statistics
+// keep them within half's range once centred too (every |y_i - m_i| <= 2 max ||y|| <= 65504; queries
+// beyond it fail their certificate and go to the float pass).
+bool half_tiles_take(Resources& resources, int64_t dim, int64_t n, int64_t kc, const unsigned* kept_base_stats) {
+  if (!fp16_certified_on.load(std::memory_order_relaxed) || kept_base_stats == nullptr ||
+      tf32_select_fits(resources.limits(), dim, std::min(kc, kTf32SelectMaxK), n))
+    return false;
+  unsigned bits = 0;
+  QV_CUDA_CHECK(cudaMemcpyAsync(&bits, kept_base_stats, sizeof bits, cudaMemcpyDeviceToHost, resources.stream(0)));
+  QV_CUDA_CHECK(cudaStreamSynchronize(resources.stream(0)));
+  float max_norm2 = 0.f;
+  std::memcpy(&max_norm2, &bits, sizeof max_norm2);
+  return max_norm2 <= 32752.f * 32752.f;
+}
+
 // gpu.h's knn; kept_base_stats, half_rows: Shared's.
 void knn_search(Resources& resources, Metric metric, const float* base, const float* base_norms, int64_t n,
                 int64_t dim, const float* queries, int64_t nq, int64_t k, float* distances, int64_t* ids,
@@ -1433,6 +1468,8 @@ void knn_search(Resources& resources, Metric metric, const float* base, const fl
       first.half_rows = true;
       first.model = half_rows_model(l2, dim);
     }
+    if (first.kind == TileKind::tf32 && half_tiles_take(resources, dim, n, first.kc, kept_base_stats))
+      first.kind = TileKind::fp16;  // the same model: rounded inputs, tensor-core accumulation
   }
 
   Shared sh;
@@ -1449,7 +1486,7 @@ void knn_search(Resources& resources, Metric metric, const float* base, const fl
           is_half(first.kind));
   // The TF32 pass (and the SGEMM pass after it) on centred rows, where the data is far from the
   // origin; below kMinTf32Queries queries the centred copy would cost more than the search.
-  if (first.certify && first.kind == TileKind::tf32 && l2) {
+  if (first.certify && (first.kind == TileKind::tf32 || first.kind == TileKind::fp16) && l2) {
     centre_base(sh);
     first.centred = sh.centred;
     first.model = certify_model(true, l2, dim, sh.centred);
@@ -1463,10 +1500,14 @@ void knn_search(Resources& resources, Metric metric, const float* base, const fl
     std::vector<int64_t> failing;
     for (int64_t q = 0; q < nq; ++q)
       if (flags[size_t(q)] == 0) failing.push_back(q);
-    (first.kind == TileKind::tf32 ? counts.tf32 : counts.sgemm) = nq - static_cast<int64_t>(failing.size());
-    if (first.half_rows) counts.half_rows = counts.sgemm;
-    // The float SGEMM (or GEMV) pass after the TF32 pass or the 16-bit rows.
-    if (!failing.empty() && (first.kind == TileKind::tf32 || first.half_rows)) {
+    const int64_t certified = nq - static_cast<int64_t>(failing.size());
+    int64_t& first_count = first.kind == TileKind::tf32   ? counts.tf32
+                           : first.kind == TileKind::fp16 ? counts.fp16
+                                                          : counts.sgemm;
+    first_count = certified;
+    if (first.half_rows) counts.half_rows = certified;
+    // The float SGEMM (or GEMV) pass after the TF32 or half tiles, or the 16-bit rows.
+    if (!failing.empty() && (first.kind == TileKind::tf32 || first.kind == TileKind::fp16 || first.half_rows)) {
       PassSpec second = first;
       second.kind = TileKind::sgemm;
       second.half_rows = false;
@@ -1530,5 +1571,7 @@ void set_batch_pass_thresholds(BatchPassThresholds thresholds) {
 void set_fused_result_tile_bytes(int64_t bytes) {
   fused_result_tile_bytes.store(bytes > 0 ? bytes : kFusedResultTileBytes, std::memory_order_relaxed);
 }
+
+void set_fp16_certified_enabled(bool on) { fp16_certified_on.store(on, std::memory_order_relaxed); }
 
 }  // namespace quiver::gpu

@@ -16,6 +16,7 @@ constexpr int64_t kMaxCertifiedK = 1639;
 
 struct KnnPassCounts {
   int64_t tf32 = 0;    // certified by the TF32 pass
+  int64_t fp16 = 0;    // certified by the same pass in IEEE half tiles (knn.cu's half_tiles_take)
   int64_t sgemm = 0;   // certified by an SGEMM pass
   int64_t direct = 0;  // answered by the direct pass (exact distances to every row)
   int64_t chunks = 0;  // chunks of the base searched as they came to the device (0: resident first)
@@ -48,5 +49,9 @@ void set_batch_pass_thresholds(BatchPassThresholds thresholds);
 // kFusedResultTileBytes; 0: that default), for tests to split small searches into such tiles.
 // Process-wide; set it between searches, not during one.
 void set_fused_result_tile_bytes(int64_t bytes);
+
+// The certified pass in half tiles (KnnPassCounts::fp16) is on by default; benchmarks switch it off
+// to compare with the TF32 tiles it replaces. Process-wide, between searches.
+void set_fp16_certified_enabled(bool on);
 
 }  // namespace quiver::gpu
