@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-
 #include <cstring>
 
 #include "cuda/core/error.h"
