@@ -2,11 +2,10 @@
 // exact_distances.cu's fused finish of small candidate sets), and the statistics' pieces.
 #pragma once
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
-
-#include <cuda_fp16.h>
 
 #include "cuda/flat/certify.h"
 #include "cuda/select/warp_lanes.cuh"
