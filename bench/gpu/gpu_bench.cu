@@ -197,6 +197,20 @@ Timing time_it(int runs, const std::function<void()>& f) {
   return {ms[ms.size() / 2], ms[0], runs};
 }
 
+// The k best of each of rows rows of cols float keys (row-major, ids their columns) into out_k / out_i.
+gpu::SelectRequest<int32_t> float_selection(const float* keys, int64_t rows, int64_t cols, int64_t k, float* out_k,
+                                            int32_t* out_i) {
+  gpu::SelectRequest<int32_t> r;
+  r.keys = keys;
+  r.ld = cols;
+  r.rows = rows;
+  r.cols = cols;
+  r.k = k;
+  r.out_keys = out_k;
+  r.out_ids = out_i;
+  return r;
+}
+
 // How the last fp32 knn call answered its queries (cuda/flat/knn_passes.h).
 std::string passes_note() {
   const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
@@ -394,14 +408,7 @@ int main(int argc, char** argv) {
         const int64_t ws_bytes = gpu::select_workspace_bytes<int32_t>(limits, rows_n, cols, k);
         void* ws = nullptr;
         if (ws_bytes > 0) CHECK_CUDA(cudaMalloc(&ws, ws_bytes));
-        gpu::SelectRequest<int32_t> r;
-        r.keys = keys;
-        r.ld = cols;
-        r.rows = rows_n;
-        r.cols = cols;
-        r.k = k;
-        r.out_keys = out_k;
-        r.out_ids = out_i;
+        const gpu::SelectRequest<int32_t> r = float_selection(keys, rows_n, cols, k, out_k, out_i);
         const Timing t = time_it(runs, [&] {
           gpu::select_rows(r, limits, prefilter ? ws : nullptr, 0);
           CHECK_CUDA(cudaStreamSynchronize(0));
@@ -426,14 +433,7 @@ int main(int argc, char** argv) {
         const int64_t ws_bytes = gpu::select_workspace_bytes<int32_t>(limits, rows_n, split_cols, kc);
         void* ws = nullptr;
         if (ws_bytes > 0) CHECK_CUDA(cudaMalloc(&ws, ws_bytes));
-        gpu::SelectRequest<int32_t> r;
-        r.keys = keys;
-        r.ld = split_cols;
-        r.rows = rows_n;
-        r.cols = split_cols;
-        r.k = kc;
-        r.out_keys = out_k;
-        r.out_ids = out_i;
+        gpu::SelectRequest<int32_t> r = float_selection(keys, rows_n, split_cols, kc, out_k, out_i);
         r.keep_missing_as_sentinel = true;
         gpu::select_rows(r, limits, ws, 0);  // the previous result
         r.keys = keys + rows_n * split_cols;
@@ -476,19 +476,12 @@ int main(int argc, char** argv) {
         // Also continued from the previous result, as the exact search selects each column tile.
         for (bool continued : {false, true})
         for (bool key16 : {false, true}) {
-          gpu::SelectRequest<int32_t> r;
-          r.keys = keys;
+          gpu::SelectRequest<int32_t> r = float_selection(keys, rows_n, cols, k, out_k, out_i);
           if (key16) {
             r.key_format = gpu::KeyFormat::f16;
             r.keys16 = keys16;
           }
-          r.ld = cols;
-          r.rows = rows_n;
-          r.cols = cols;
-          r.k = k;
           r.column_bias = bias;
-          r.out_keys = out_k;
-          r.out_ids = out_i;
           r.keep_missing_as_sentinel = true;
           if (continued) {
             gpu::select_rows(r, limits, ws, 0);
@@ -714,15 +707,8 @@ int main(int argc, char** argv) {
                         (long long)batch, (long long)n, (long long)dim);
           report(task, "device", t, 2.0 * batch * n * dim / t.median_ms / 1e9, "TFLOP/s");
         }
-        gpu::SelectRequest<int32_t> r;
-        r.keys = tile;
-        r.ld = n;
-        r.rows = batch;
-        r.cols = n;
-        r.k = kc;
+        gpu::SelectRequest<int32_t> r = float_selection(tile, batch, n, kc, keys, rows_out);
         r.column_bias = gpu::matrix_norms(*matrix);
-        r.out_keys = keys;
-        r.out_ids = rows_out;
         r.keep_missing_as_sentinel = true;
         const int64_t ws_bytes = gpu::select_workspace_bytes<int32_t>(resources->limits(), batch, n, kc);
         void* ws = nullptr;

@@ -799,7 +799,6 @@ void Pass::plan_search() {
     const int64_t rows = round_up(n / kBoundingPart, kColumnAlign);
     const int64_t parts = std::min(splits, tf32_select_splits(resources.limits(), plan.query_rows, rows, min_splits));
     bounding_rows = rows < n && parts * split_kc >= kc ? rows : 0;
-    const int64_t tile_floats = resources.tile_bytes() / int64_t(sizeof(float));
     const int64_t sample = std::min(kSampleRows, tile_floats / plan.query_rows / kColumnAlign * kColumnAlign);
     sample_rows = bounding_rows >= 2 * sample && kc <= kSampleMaxCandidates && sample >= kc ? sample : 0;
   }

@@ -268,35 +268,33 @@ TEST(GpuSelect, DenseSelectionEqualsTheWarpQueues) {
   for (auto& id : ids) id = int32_t(gen() % 2000000);
   DeviceArray<float> d_first(first), d_second(second);
   DeviceArray<int32_t> d_ids(ids);
+  // `rows` rows of `width` keys with their ids: their `take` best into out_k / out_i.
+  auto request = [&](const float* keys, const int32_t* key_ids, int64_t width, int64_t take, float* out_k,
+                     int32_t* out_i) {
+    gpu::SelectRequest<int32_t> r;
+    r.keys = keys;
+    r.ld = width;
+    r.rows = rows;
+    r.cols = width;
+    r.k = take;
+    r.ids = key_ids;
+    r.out_keys = out_k;
+    r.out_ids = out_i;
+    return r;
+  };
   auto run = [&](bool dense) {
     gpu::set_dense_select_enabled(dense);
     DeviceArray<float> best_k(size_t(rows * kc)), final_k(size_t(rows * k));
     DeviceArray<int32_t> best_i(size_t(rows * kc)), final_i(size_t(rows * k));
-    gpu::SelectRequest<int32_t> r;
-    r.keys = d_first.get();
-    r.ld = cols;
-    r.rows = rows;
-    r.cols = cols;
-    r.k = kc;
-    r.ids = d_ids.get();
-    r.out_keys = best_k.get();
-    r.out_ids = best_i.get();
+    gpu::SelectRequest<int32_t> r = request(d_first.get(), d_ids.get(), cols, kc, best_k.get(), best_i.get());
     r.keep_missing_as_sentinel = true;
     testing::run_select(resources, r, resources.limits());
     r.keys = d_second.get();
     r.prev_keys = best_k.get();
     r.prev_ids = best_i.get();
     testing::run_select(resources, r, resources.limits());
-    gpu::SelectRequest<int32_t> last;
-    last.keys = best_k.get();
-    last.ld = kc;
-    last.rows = rows;
-    last.cols = kc;
-    last.k = k;
-    last.ids = best_i.get();
-    last.out_keys = final_k.get();
-    last.out_ids = final_i.get();
-    testing::run_select(resources, last, resources.limits());
+    testing::run_select(resources, request(best_k.get(), best_i.get(), kc, k, final_k.get(), final_i.get()),
+                        resources.limits());
     gpu::set_dense_select_enabled(true);
     return std::make_pair(std::make_pair(best_k.to_host(), best_i.to_host()),
                           std::make_pair(final_k.to_host(), final_i.to_host()));
