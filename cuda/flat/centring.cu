@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+
 #include <cstring>
 
 #include "cuda/core/error.h"
