@@ -19,8 +19,8 @@ namespace quiver::gpu {
 // Rows of the sample (all of them below this).
 constexpr int64_t kCentreSampleRows = 4096;
 
-// Sums of the sample's rows: for each of the dim columns, the sum of the values, of their squares
-// and of their squared TF32 residuals (3 dim doubles). Row i of `samples` is base row i * n / samples.
+// Sums of the sample's rows: for each of the dim columns, the sum of the values then the sum of
+// their squares (2 dim doubles). Row i of `samples` is base row i * n / samples.
 std::vector<double> sample_sums_host(const float* base, int64_t n, int64_t dim, int64_t samples);
 // The same from device memory; synchronises `stream`. workspace: sample_sums_workspace(dim) doubles.
 int64_t sample_sums_workspace(int64_t dim);
@@ -28,8 +28,7 @@ std::vector<double> sample_sums_device(const float* base, int64_t n, int64_t dim
                                        double* workspace, cudaStream_t stream);
 
 // The centre m for those sums, or an empty vector where centring would not pay: m must hold a
-// large share of the rows' squared norms (centring shrinks the bound by the rest's square root),
-// larger still where the sample is exact in TF32 (uncentred, its products are exact).
+// large share of the rows' squared norms (centring shrinks the bound by the rest's square root).
 std::vector<float> choose_centre(const std::vector<double>& sums, int64_t dim, int64_t samples);
 
 // out = x - centre row by row, for n rows of dim floats (device memory; out may be x).
