@@ -182,7 +182,6 @@ void matrix_append(Resources& resources, DeviceMatrix& matrix, int64_t n, const 
   unsigned out_of_range = 0;
   if (half.rows != nullptr) {
     launch_half_rows(tail, n, dim, half.rows + rows * dim, half.stats, half.stats + kBaseStatsCount, stream);
-    QV_CUDA_CHECK(cudaMemcpyAsync(half.stats, matrix.stats(), sizeof(unsigned), cudaMemcpyDeviceToDevice, stream));
     QV_CUDA_CHECK(cudaMemcpyAsync(&out_of_range, half.stats + kBaseStatsCount, sizeof(unsigned),
                                   cudaMemcpyDeviceToHost, stream));
   }
@@ -282,7 +281,6 @@ HalfRows matrix_half_rows(Resources& resources, const DeviceMatrix& matrix) {
     Session session(resources);
     cudaStream_t stream = resources.stream(0);
     QV_CUDA_CHECK(cudaMemsetAsync(stats, 0, (kBaseStatsCount + 1) * sizeof(unsigned), stream));
-    QV_CUDA_CHECK(cudaMemcpyAsync(stats, matrix.stats(), sizeof(unsigned), cudaMemcpyDeviceToDevice, stream));
     launch_half_rows(matrix.data(), matrix.rows(), matrix.dim(), rows, stats, stats + kBaseStatsCount, stream);
     QV_CUDA_CHECK(cudaMemcpyAsync(&out_of_range, stats + kBaseStatsCount, sizeof(unsigned), cudaMemcpyDeviceToHost,
                                   stream));

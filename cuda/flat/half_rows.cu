@@ -17,34 +17,47 @@ constexpr int kWarps = kThreads / kWarpSize;
 constexpr int64_t kMaxBlocks = 1024;
 constexpr float kHalfMax = 65504.f;
 
-// A warp a row at a time, a lane every 32nd value: the row's squared residual in double (each
-// difference exact in double), its largest over the block's rows into stats[1].
+// A warp a row at a time, a lane every 32nd value: the row's squared norm and squared residual in
+// double (each square and difference exact in double), their largest over the block's rows into
+// stats[0] and stats[1]. The norms are the copy's own: the matrix's bound holds rows since removed.
 __global__ void half_rows_kernel(const float* __restrict__ y, int64_t n, int dim, __half* __restrict__ out,
                                  unsigned* stats, unsigned* out_of_range) {
-  __shared__ unsigned warp_max[kWarps];
+  __shared__ unsigned warp_max[2][kWarps];
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  unsigned largest = 0;
+  unsigned largest_norm = 0, largest_residual = 0;
   bool bad = false;
   for (int64_t row = int64_t(blockIdx.x) * kWarps + warp; row < n; row += int64_t(gridDim.x) * kWarps) {
-    double residual = 0;
+    double norm = 0, residual = 0;
     for (int c = lane; c < dim; c += kWarpSize) {
       const float v = y[row * dim + c];
       const __half h = __float2half_rn(v);
       out[row * dim + c] = h;
       bad |= !(fabsf(v) <= kHalfMax);  // NaN too
       const double d = double(v) - double(__half2float(h));
+      norm = fma(double(v), double(v), norm);
       residual = fma(d, d, residual);
     }
 #pragma unroll
-    for (int d = kWarpSize / 2; d > 0; d /= 2) residual += __shfl_xor_sync(kFullWarp, residual, d);
-    largest = max(largest, upper_bits(residual));
+    for (int d = kWarpSize / 2; d > 0; d /= 2) {
+      norm += __shfl_xor_sync(kFullWarp, norm, d);
+      residual += __shfl_xor_sync(kFullWarp, residual, d);
+    }
+    largest_norm = max(largest_norm, upper_bits(norm));
+    largest_residual = max(largest_residual, upper_bits(residual));
   }
   if (__any_sync(kFullWarp, bad) && lane == 0) *out_of_range = 1;
-  if (lane == 0) warp_max[warp] = largest;
+  if (lane == 0) {
+    warp_max[0][warp] = largest_norm;
+    warp_max[1][warp] = largest_residual;
+  }
   __syncthreads();
   if (threadIdx.x == 0) {
-    for (int w = 1; w < kWarps; ++w) largest = max(largest, warp_max[w]);
-    atomicMax(stats + 1, largest);
+    for (int w = 1; w < kWarps; ++w) {
+      largest_norm = max(largest_norm, warp_max[0][w]);
+      largest_residual = max(largest_residual, warp_max[1][w]);
+    }
+    atomicMax(stats, largest_norm);
+    atomicMax(stats + 1, largest_residual);
   }
 }
 

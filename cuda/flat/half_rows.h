@@ -34,7 +34,8 @@ struct HalfRows {
 };
 
 // Rounds n rows of dim floats (y, device memory) to half values at `out` (to nearest), raises
-// stats[1] to an upper bound on each row's squared residual norm (atomic maxima: zero it first), and
+// stats[0] and stats[1] to upper bounds on each row's squared norm and squared residual norm (atomic
+// maxima: zero them first), and
 // sets *out_of_range to 1 when a value is not finite or beyond half's range (the copy is then
 // unusable). Enqueued on `stream`.
 void launch_half_rows(const float* y, int64_t n, int64_t dim, __half* out, unsigned* stats, unsigned* out_of_range,
