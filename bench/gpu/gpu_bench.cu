@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -32,6 +33,8 @@
 #include "cuda/flat/compute_modes.h"
 #include "cuda/flat/exact_distances.h"
 #include "cuda/flat/gemv_select.h"
+#include "cuda/flat/device_matrix.h"
+#include "cuda/flat/half_rows.h"
 #include "cuda/flat/knn_passes.h"
 #include "cuda/flat/range_search.h"
 #include "cuda/select/select.h"
@@ -212,8 +215,10 @@ gpu::SelectRequest<int32_t> float_selection(const float* keys, int64_t rows, int
 std::string passes_note() {
   const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
   char note[128];
-  std::snprintf(note, sizeof note, "fp32 passes: tf32 %lld, sgemm %lld (gemv %lld), direct %lld%s", (long long)c.tf32,
-                (long long)c.sgemm, (long long)c.gemv, (long long)c.direct,
+  std::snprintf(note, sizeof note,
+                "fp32 passes: tf32 %lld (fused %lld), fp16 %lld, sgemm %lld (gemv %lld, 16-bit rows %lld), direct %lld%s",
+                (long long)c.tf32, (long long)c.fused, (long long)c.fp16, (long long)c.sgemm, (long long)c.gemv,
+                (long long)c.half_rows, (long long)c.direct,
                 c.chunks > 0 ? (", " + std::to_string(c.chunks) + " chunks").c_str() : "");
   return note;
 }
@@ -552,31 +557,60 @@ int main(int argc, char** argv) {
       // Latency: batches of 1 to 100 queries, host to host, k = 10. Batches of up to
       // kGemvSelectMaxQueries run the GEMV pass (cuda/flat/gemv_select.h); they are timed again with
       // the SGEMM tiles it replaces ("tiles"), the baseline, in the same run.
+      auto latency = [&](int64_t batch) {
+        const int64_t k = 10;
+        std::vector<float> hd(size_t(batch * k));
+        std::vector<int64_t> hi(size_t(batch * k));
+        int64_t next = 0;
+        return time_it(std::max(runs, 21), [&] {
+          gpu::knn(*resources, Metric::l2, *matrix, hq.data() + (next % (nq / batch)) * batch * dim, batch, k,
+                   hd.data(), hi.data());
+          ++next;
+        });
+      };
+      // They read the matrix's 16-bit rows (half_rows.h); timed again over its float rows.
+      enum class Rows { half, floats, tiles };
       for (int64_t batch : {int64_t(1), int64_t(2), int64_t(4), int64_t(8), int64_t(100)}) {
-        for (bool gemv : {true, false}) {
-          if (!gemv && batch > gpu::kGemvSelectMaxQueries) continue;
-          const int64_t k = 10;
-          std::vector<float> hd(size_t(batch * k));
-          std::vector<int64_t> hi(size_t(batch * k));
-          int64_t next = 0;
-          gpu::set_gemv_select_enabled(gemv);
-          const Timing t = time_it(std::max(runs, 21), [&] {
-            gpu::knn(*resources, Metric::l2, *matrix, hq.data() + (next % (nq / batch)) * batch * dim, batch, k,
-                     hd.data(), hi.data());
-            ++next;
-          });
+        for (Rows rows : {Rows::half, Rows::floats, Rows::tiles}) {
+          if (rows != Rows::half && batch > gpu::kGemvSelectMaxQueries) continue;
+          gpu::set_gemv_select_enabled(rows != Rows::tiles);
+          gpu::set_half_rows_enabled(rows == Rows::half);
+          const Timing t = latency(batch);
           gpu::set_gemv_select_enabled(true);
+          gpu::set_half_rows_enabled(true);
           char task[96];
           std::snprintf(task, sizeof task, "exact %lldx%lld latency, batch %lld, k=10%s", (long long)n,
-                        (long long)dim, (long long)batch, gemv ? "" : ", tiles");
+                        (long long)dim, (long long)batch,
+                        rows == Rows::tiles ? ", tiles" : rows == Rows::floats ? ", float rows" : "");
+          report(task, "host-to-host", t, batch / t.median_ms * 1e3, "QPS", passes_note());
+        }
+      }
+      // Which pass suits which batch size (knn_passes.h's thresholds): each size through the SGEMM
+      // tiles, the TF32 tiles and the fused TF32 kernel.
+      constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+      const struct {
+        const char* name;
+        gpu::BatchPassThresholds thresholds;
+      } passes[] = {{"sgemm tiles", {kNever, kNever}}, {"tf32 tiles", {1, kNever}}, {"fused tf32", {1, 1}}};
+      for (int64_t batch : {int64_t(5), int64_t(8), int64_t(16), int64_t(24), int64_t(32), int64_t(48), int64_t(64),
+                            int64_t(100)}) {
+        for (const auto& pass : passes) {
+          gpu::set_batch_pass_thresholds(pass.thresholds);
+          const Timing t = latency(batch);
+          gpu::set_batch_pass_thresholds(gpu::default_batch_pass_thresholds());
+          char task[96];
+          std::snprintf(task, sizeof task, "  batch %lld, k=10, %s", (long long)batch, pass.name);
           report(task, "host-to-host", t, batch / t.median_ms * 1e3, "QPS", passes_note());
         }
       }
       // The GEMV pass's two kernels alone (device resident, k = 10's candidates): the base's bytes
-      // over the time, against the copy rate of the ceilings.
-      for (int64_t batch : {int64_t(1), int64_t(2), int64_t(3), int64_t(4)}) {
+      // over the time, against the copy rate of the ceilings; over the float rows and the 16-bit ones.
+      const gpu::HalfRows half_rows = gpu::matrix_half_rows(*resources, *matrix);
+      for (int64_t batch : {int64_t(1), int64_t(2), int64_t(3), int64_t(4)})
+      for (bool half : {false, true}) {
+        if (half && half_rows.rows == nullptr) continue;
         const int64_t kc = gpu::certified_candidate_count(10);
-        const int64_t blocks = gpu::gemv_select_blocks(resources->limits(), batch, n, dim, kc);
+        const int64_t blocks = gpu::gemv_select_blocks(resources->limits(), batch, n, dim, kc, half);
         float* block_keys = nullptr;
         int32_t* block_rows = nullptr;
         float* keys = nullptr;
@@ -586,15 +620,16 @@ int main(int argc, char** argv) {
         CHECK_CUDA(cudaMalloc(&keys, batch * kc * sizeof(float)));
         CHECK_CUDA(cudaMalloc(&rows_out, batch * kc * sizeof(int32_t)));
         const Timing t = time_it(std::max(runs, 21), [&] {
-          gpu::launch_gemv_select(dq, batch, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, kc, nullptr,
-                                  0, blocks, block_keys, block_rows, keys, rows_out, gpu::matrix_data(*matrix),
-                                  gpu::GemvStats{}, 0);
+          gpu::launch_gemv_select(dq, batch, gpu::matrix_data(*matrix), half ? half_rows.rows : nullptr,
+                                  gpu::matrix_norms(*matrix), n, dim, kc, nullptr, 0, blocks, block_keys, block_rows,
+                                  keys, rows_out, gpu::matrix_data(*matrix), gpu::GemvStats{}, 0);
         });
         char task[96], note[64];
-        std::snprintf(task, sizeof task, "  batch %lld: GEMV + selection kernels, %lld of %lld", (long long)batch,
-                      (long long)kc, (long long)n);
+        std::snprintf(task, sizeof task, "  batch %lld: GEMV + selection kernels, %lld of %lld%s", (long long)batch,
+                      (long long)kc, (long long)n, half ? ", 16-bit rows" : "");
         std::snprintf(note, sizeof note, "%lld blocks", (long long)blocks);
-        report(task, "device", t, double(n) * dim * sizeof(float) / t.median_ms / 1e6, "GB/s", note);
+        const double bytes = double(n) * dim * (half ? sizeof(__half) : sizeof(float));
+        report(task, "device", t, bytes / t.median_ms / 1e6, "GB/s", note);
         cudaFree(block_keys);
         cudaFree(block_rows);
         cudaFree(keys);
@@ -620,8 +655,9 @@ int main(int argc, char** argv) {
         int32_t* block_rows = nullptr;
         CHECK_CUDA(cudaMalloc(&block_keys, blocks * kc * sizeof(float)));
         CHECK_CUDA(cudaMalloc(&block_rows, blocks * kc * sizeof(int32_t)));
-        gpu::launch_gemv_select(dq, 1, gpu::matrix_data(*matrix), gpu::matrix_norms(*matrix), n, dim, kc, nullptr, 0,
-                                blocks, block_keys, block_rows, keys, rows_out, nullptr, gpu::GemvStats{}, 0);
+        gpu::launch_gemv_select(dq, 1, gpu::matrix_data(*matrix), nullptr, gpu::matrix_norms(*matrix), n, dim, kc,
+                                nullptr, 0, blocks, block_keys, block_rows, keys, rows_out, nullptr, gpu::GemvStats{},
+                                0);
         const Timing finish = time_it(std::max(runs, 21), [&] {
           gpu::launch_finish_small(gpu::matrix_data(*matrix), dq, dim, keys, rows_out, kc, k, 1, true, nullptr, nullptr,
                                    nullptr, nullptr, dd, di, 0);
@@ -894,12 +930,19 @@ int main(int argc, char** argv) {
         CHECK_CUDA(cudaFree(dq));
         std::vector<float> hd(size_t(nq * k));
         std::vector<int64_t> hi(size_t(nq * k));
-        const Timing t = time_it(runs, [&] {
-          gpu::knn(*resources, Metric::l2, *m, hq.data(), nq, k, hd.data(), hi.data());
-        });
-        char task[96];
-        std::snprintf(task, sizeof task, "exact %lldx%lld (%s), k=10", (long long)sh.n, (long long)sh.dim, sh.what);
-        report(task, "host-to-host", t, nq / t.median_ms * 1e3, "QPS", passes_note());
+        // Rows of more than 128 values multiply in half tiles (knn_passes.h); timed again in TF32 tiles.
+        for (bool half_tiles : {true, false}) {
+          if (!half_tiles && sh.dim <= 128) continue;
+          gpu::set_fp16_certified_enabled(half_tiles);
+          const Timing t = time_it(runs, [&] {
+            gpu::knn(*resources, Metric::l2, *m, hq.data(), nq, k, hd.data(), hi.data());
+          });
+          gpu::set_fp16_certified_enabled(true);
+          char task[96];
+          std::snprintf(task, sizeof task, "exact %lldx%lld (%s), k=10%s", (long long)sh.n, (long long)sh.dim,
+                        sh.what, half_tiles ? "" : ", TF32 tiles");
+          report(task, "host-to-host", t, nq / t.median_ms * 1e3, "QPS", passes_note());
+        }
       }
     }
 

@@ -45,6 +45,7 @@ __device__ void block_max(unsigned a, unsigned b, unsigned* stats, bool second) 
   }
 }
 
+template <InputRounding R>
 __global__ void base_stats_kernel(const float* y, int64_t n, int64_t dim, bool vec4, unsigned* stats) {
   const int lane = threadIdx.x % kWarpSize;
   const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
@@ -53,7 +54,7 @@ __global__ void base_stats_kernel(const float* y, int64_t n, int64_t dim, bool v
   for (int64_t r0 = (int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize) * kRowsPerWarp; r0 < n;
        r0 += warps * kRowsPerWarp) {
     double ss, rr;
-    row_sums(y, n, dim, vec4, r0 + lane / kLanesPerRow, lane % kLanesPerRow, &ss, &rr);
+    row_sums<R>(y, n, dim, vec4, r0 + lane / kLanesPerRow, lane % kLanesPerRow, &ss, &rr);
     max_ss = max(max_ss, upper_bits(ss));
     max_rr = max(max_rr, upper_bits(rr));
   }
@@ -67,6 +68,7 @@ __global__ void norms_max_kernel(const float* norms, int64_t n, float scale, uns
   block_max(m, 0, stats, false);
 }
 
+template <InputRounding R>
 __global__ void query_stats_kernel(const float* x, int64_t nq, int64_t dim, bool vec4, double* stats) {
   const int lane = threadIdx.x % kWarpSize;
   const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
@@ -74,7 +76,7 @@ __global__ void query_stats_kernel(const float* x, int64_t nq, int64_t dim, bool
        q0 += warps * kRowsPerWarp) {
     const int64_t q = q0 + lane / kLanesPerRow;
     double ss, rr;
-    row_sums(x, nq, dim, vec4, q, lane % kLanesPerRow, &ss, &rr);
+    row_sums<R>(x, nq, dim, vec4, q, lane % kLanesPerRow, &ss, &rr);
     if (q < nq && lane % kLanesPerRow == 0) {
       stats[2 * q] = ss;
       stats[2 * q + 1] = rr;
@@ -139,11 +141,16 @@ CertifyModel certify_model(bool tf32, bool l2, int64_t dim, bool centred) {
 
 static bool rows_vec4(const float* x, int64_t dim) { return dim % 4 == 0 && (reinterpret_cast<uintptr_t>(x) & 15) == 0; }
 
-void launch_base_stats(const float* y, int64_t n, int64_t dim, unsigned* stats, cudaStream_t stream) {
+void launch_base_stats(const float* y, int64_t n, int64_t dim, unsigned* stats, cudaStream_t stream,
+                       InputRounding rounding) {
   if (n == 0) return;
   const int64_t rows_per_block = int64_t(kWarpsPerBlock) * kRowsPerWarp;
   const auto blocks = static_cast<unsigned>(std::min<int64_t>((n + rows_per_block - 1) / rows_per_block, kStatsBlocks));
-  base_stats_kernel<<<blocks, kThreads, 0, stream>>>(y, n, dim, rows_vec4(y, dim), stats);
+  if (rounding == InputRounding::fp16) {
+    base_stats_kernel<InputRounding::fp16><<<blocks, kThreads, 0, stream>>>(y, n, dim, rows_vec4(y, dim), stats);
+  } else {
+    base_stats_kernel<InputRounding::tf32><<<blocks, kThreads, 0, stream>>>(y, n, dim, rows_vec4(y, dim), stats);
+  }
   QV_LAUNCH_CHECK("base_stats_kernel");
 }
 
@@ -154,10 +161,15 @@ void launch_norms_max(const float* norms, int64_t n, float scale, unsigned* stat
   QV_LAUNCH_CHECK("norms_max_kernel");
 }
 
-void launch_query_stats(const float* x, int64_t nq, int64_t dim, double* stats, cudaStream_t stream) {
+void launch_query_stats(const float* x, int64_t nq, int64_t dim, double* stats, cudaStream_t stream,
+                        InputRounding rounding) {
   if (nq == 0) return;
-  query_stats_kernel<<<grid_for((nq + kRowsPerWarp - 1) / kRowsPerWarp * kWarpSize), kThreads, 0, stream>>>(
-      x, nq, dim, rows_vec4(x, dim), stats);
+  const unsigned grid = grid_for((nq + kRowsPerWarp - 1) / kRowsPerWarp * kWarpSize);
+  if (rounding == InputRounding::fp16) {
+    query_stats_kernel<InputRounding::fp16><<<grid, kThreads, 0, stream>>>(x, nq, dim, rows_vec4(x, dim), stats);
+  } else {
+    query_stats_kernel<InputRounding::tf32><<<grid, kThreads, 0, stream>>>(x, nq, dim, rows_vec4(x, dim), stats);
+  }
   QV_LAUNCH_CHECK("query_stats_kernel");
 }
 

@@ -2,6 +2,7 @@
 // exact_distances.cu's fused finish of small candidate sets), and the statistics' pieces.
 #pragma once
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -33,17 +34,31 @@ __device__ __forceinline__ float tf32_error(float v) {
   return exponent > 10 ? __uint_as_float((exponent - 10) << 23) : __uint_as_float(1u << 23);
 }
 
+// |v - fp16(v)| for rounding to nearest (launch_to_half's), exact in float: the rounded value lies
+// within a factor 2 of v, or is 0 (v itself then). +inf where v becomes infinite or is NaN.
+__device__ __forceinline__ float fp16_error(float v) {
+  const __half h = __float2half_rn(v);
+  if (__hisinf(h) || __hisnan(h)) return __int_as_float(0x7f800000);
+  return fabsf(v - __half2float(h));
+}
+
+template <InputRounding R>
+__device__ __forceinline__ float rounding_error(float v) {
+  return R == InputRounding::fp16 ? fp16_error(v) : tf32_error(v);
+}
+
 // Rows are read by kStatsLanesPerRow lanes each, with 16-byte loads where rows allow: several loads
 // in flight per lane, two shuffle steps per row.
 constexpr int kStatsLanesPerRow = 4;
 
-// This lane's share of one row's (sum of squares, sum of squared TF32 errors), in double, then the
-// row's sums in every lane of its group. row >= n contributes zeros.
+// This lane's share of one row's (sum of squares, sum of squared rounding errors), in double, then
+// the row's sums in every lane of its group. row >= n contributes zeros.
+template <InputRounding R = InputRounding::tf32>
 __device__ __forceinline__ void row_sums(const float* y, int64_t n, int64_t dim, bool vec4, int64_t row, int sub,
                                          double* ss, double* rr) {
   double s = 0, e = 0;
   auto add = [&](float v) {
-    const double err = tf32_error(v);
+    const double err = rounding_error<R>(v);
     s = fma(double(v), double(v), s);
     e = fma(err, err, e);
   };

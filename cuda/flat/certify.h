@@ -48,18 +48,25 @@ struct CertifyModel {
 // CUBLAS_EMULATE_SINGLE_PRECISION set). centred (L2 only): the inputs are centred (centring.h).
 CertifyModel certify_model(bool tf32, bool l2, int64_t dim, bool centred = false);
 
+// How a pass's GEMM rounds its float inputs, for their residual norms: to TF32 (any rounding), or to
+// IEEE half by rounding to nearest (compute_modes.h's launch_to_half; infinite beyond its range).
+enum class InputRounding { tf32, fp16 };
+
 // Two numbers per base, in device memory as float bits (non-negative floats order as their bits):
-// [0] an upper bound on max ||y||^2, [1] on max r_y^2 (squared TF32 residual norm). Zero them, then
-// accumulate any number of launches (a streamed base: one per chunk).
+// [0] an upper bound on max ||y||^2, [1] on max r_y^2 (squared residual norm of the rounded rows,
+// TF32 unless said). Zero them, then accumulate any number of launches (a streamed base: one per
+// chunk).
 constexpr int kBaseStatsCount = 2;
 // Reads the rows: both numbers for n rows of dim floats.
-void launch_base_stats(const float* y, int64_t n, int64_t dim, unsigned* stats, cudaStream_t stream);
+void launch_base_stats(const float* y, int64_t n, int64_t dim, unsigned* stats, cudaStream_t stream,
+                       InputRounding rounding = InputRounding::tf32);
 // Only [0], from the norms the L2 keys use: max(norms) * scale, scale = 1 + the norms' relative
 // error bound (r_y is left alone: for GEMMs on exact float inputs).
 void launch_norms_max(const float* norms, int64_t n, float scale, unsigned* stats, cudaStream_t stream);
 
-// Per query, in double: stats[2q] = ||x||^2, stats[2q + 1] = r_x^2 (TF32 residual).
-void launch_query_stats(const float* x, int64_t nq, int64_t dim, double* stats, cudaStream_t stream);
+// Per query, in double: stats[2q] = ||x||^2, stats[2q + 1] = r_x^2 (the rounded query's residual).
+void launch_query_stats(const float* x, int64_t nq, int64_t dim, double* stats, cudaStream_t stream,
+                        InputRounding rounding = InputRounding::tf32);
 
 // flags[q] = 1 when query q is certified, else 0, for nq queries: approx_keys / approx_rows (nq x kc,
 // the pass's selection, sorted, missing rows as the selection's sentinel), exact_keys / exact_rows

@@ -1,6 +1,7 @@
 // gpu.h's DeviceMatrix: an index's vectors in device memory, with their squared norms and the exact
 // search certificate's statistics of the rows (device_matrix.h).
 #include <algorithm>
+#include <mutex>
 #include <vector>
 
 #include "cpp/backend/gpu.h"
@@ -15,6 +16,23 @@
 
 namespace quiver::gpu {
 
+// The 16-bit rows a matrix keeps (matrix_half_rows): capacity x dim values, and the certificate's
+// statistics of them with the conversion's out-of-range flag (kBaseStatsCount + 1 words).
+struct KeptHalfRows {
+  std::mutex mutex;
+  bool decided = false;  // by a search since the rows last changed; rows null: none
+  __half* rows = nullptr;
+  unsigned* stats = nullptr;
+
+  void drop() noexcept {
+    cudaFree(rows);
+    cudaFree(stats);
+    rows = nullptr;
+    stats = nullptr;
+    decided = false;
+  }
+};
+
 // Storage is allocated with cudaMalloc, not from the pool: it lives as long as the index, and the
 // pool is for the short-lived buffers of calls.
 class DeviceMatrix {
@@ -22,6 +40,7 @@ class DeviceMatrix {
   // The statistics' storage is the caller's (zeroed), owned from here on.
   DeviceMatrix(int device, int64_t dim, unsigned* stats) : device_(device), dim_(dim), stats_(stats) {}
   ~DeviceMatrix() {
+    half_.drop();
     cudaFree(data_);
     cudaFree(norms_);
     cudaFree(stats_);
@@ -37,9 +56,12 @@ class DeviceMatrix {
   float* norms() const { return norms_; }
   unsigned* stats() const { return stats_; }
   void set_rows(int64_t rows) { rows_ = rows; }
+  // Searches keep it behind the const matrix they read.
+  KeptHalfRows& half() const { return half_; }
 
   // Replaces the storage with new arrays of `capacity` rows (the caller copies what it keeps).
   void adopt(float* data, float* norms, int64_t capacity) {
+    half_.drop();
     cudaFree(data_);
     cudaFree(norms_);
     data_ = data;
@@ -55,6 +77,7 @@ class DeviceMatrix {
   float* data_ = nullptr;
   float* norms_ = nullptr;
   unsigned* stats_ = nullptr;  // kBaseStatsCount: upper bounds over every row appended
+  mutable KeptHalfRows half_;
 };
 
 namespace {
@@ -66,6 +89,11 @@ constexpr int64_t kMinCapacity = 1024;
 // Arrays are allocated in whole 16-byte slots: the selection kernels copy norms (and keys) in 16-byte
 // cp.async slots, which must lie inside an allocation even where only part of a slot is used.
 constexpr int64_t kSlotFloats = 4;
+
+// Bytes of 16-bit rows for `capacity` rows (whole 16-byte slots, as Storage's).
+int64_t half_rows_bytes(int64_t capacity, int64_t dim) {
+  return (capacity * dim * int64_t(sizeof(__half)) + 15) / 16 * 16;
+}
 
 // Device arrays for `rows` rows, freed unless released (all or nothing on allocation failure).
 struct Storage {
@@ -148,8 +176,21 @@ void matrix_append(Resources& resources, DeviceMatrix& matrix, int64_t n, const 
   launch_row_norms(tail, n, dim, matrix.norms() + rows, stream);
   // Maxima: a failure after this leaves bounds over more rows than the matrix holds, still bounds.
   launch_base_stats(tail, n, dim, matrix.stats(), stream);
+  // Kept 16-bit rows (the storage did not grow: adopt dropped them) take the new rows too. (No lock:
+  // an append has the matrix alone.)
+  KeptHalfRows& half = matrix.half();
+  unsigned out_of_range = 0;
+  if (half.rows != nullptr) {
+    launch_half_rows(tail, n, dim, half.rows + rows * dim, half.stats, half.stats + kBaseStatsCount, stream);
+    QV_CUDA_CHECK(cudaMemcpyAsync(&out_of_range, half.stats + kBaseStatsCount, sizeof(unsigned),
+                                  cudaMemcpyDeviceToHost, stream));
+  }
   session.finish();
   matrix.set_rows(rows + n);
+  if (out_of_range != 0) {  // the matrix no longer takes them, until rows are removed
+    half.drop();
+    half.decided = true;
+  }
 }
 
 void matrix_remove_rows(Resources& resources, DeviceMatrix& matrix, int64_t count, const int64_t* rows) {
@@ -209,7 +250,57 @@ const float* matrix_data(const DeviceMatrix& matrix) { return matrix.rows() > 0 
 const float* matrix_norms(const DeviceMatrix& matrix) { return matrix.rows() > 0 ? matrix.norms() : nullptr; }
 const unsigned* matrix_base_stats(const DeviceMatrix& matrix) { return matrix.stats(); }
 int64_t matrix_device_bytes(const DeviceMatrix& matrix) {
-  return matrix.capacity() * (matrix.dim() + 1) * int64_t(sizeof(float));
+  KeptHalfRows& half = matrix.half();
+  std::lock_guard<std::mutex> lock(half.mutex);
+  const int64_t half_bytes = half.rows != nullptr ? half_rows_bytes(matrix.capacity(), matrix.dim()) : 0;
+  return matrix.capacity() * (matrix.dim() + 1) * int64_t(sizeof(float)) + half_bytes;
+}
+
+HalfRows matrix_half_rows(Resources& resources, const DeviceMatrix& matrix) {
+  DeviceScope device_scope(resources.device());  // the context's device, whatever the caller's
+  check_matrix(resources, matrix);
+  KeptHalfRows& half = matrix.half();
+  std::lock_guard<std::mutex> lock(half.mutex);
+  if (half.decided) return HalfRows{half.rows, half.stats};
+  if (matrix.rows() == 0 || !half_rows_fit(matrix.dim())) return HalfRows{};
+  // Decided from here on, with or without them, until the rows change: later calls ask no more.
+  const int64_t bytes = half_rows_bytes(matrix.capacity(), matrix.dim());
+  size_t free = 0, total = 0;
+  QV_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  if (int64_t(free) < bytes + int64_t(total / 4)) {
+    half.decided = true;
+    return HalfRows{};
+  }
+  __half* rows = nullptr;
+  unsigned* stats = nullptr;
+  unsigned out_of_range = 0;
+  try {
+    check_injected_allocation_failure("16-bit rows");
+    QV_CUDA_CHECK(cudaMalloc(&rows, size_t(bytes)));
+    QV_CUDA_CHECK(cudaMalloc(&stats, (kBaseStatsCount + 1) * sizeof(unsigned)));
+    Session session(resources);
+    cudaStream_t stream = resources.stream(0);
+    QV_CUDA_CHECK(cudaMemsetAsync(stats, 0, (kBaseStatsCount + 1) * sizeof(unsigned), stream));
+    launch_half_rows(matrix.data(), matrix.rows(), matrix.dim(), rows, stats, stats + kBaseStatsCount, stream);
+    QV_CUDA_CHECK(cudaMemcpyAsync(&out_of_range, stats + kBaseStatsCount, sizeof(unsigned), cudaMemcpyDeviceToHost,
+                                  stream));
+    session.finish();
+  } catch (const Error& e) {
+    cudaFree(rows);
+    cudaFree(stats);
+    if (e.status() != Status::out_of_device_memory) throw;
+    half.decided = true;
+    return HalfRows{};
+  }
+  half.decided = true;
+  if (out_of_range != 0) {
+    cudaFree(rows);
+    cudaFree(stats);
+    return HalfRows{};
+  }
+  half.rows = rows;
+  half.stats = stats;
+  return HalfRows{rows, stats};
 }
 
 }  // namespace quiver::gpu

@@ -9,6 +9,7 @@
 #include "cpp/core/error.h"
 #include "cuda/core/error.h"
 #include "cuda/flat/certify.cuh"
+#include "cuda/flat/half_rows.h"
 #include "cuda/select/block_merge.cuh"
 #include "cuda/select/warp_lanes.cuh"
 #include "cuda/select/warp_select.h"
@@ -66,23 +67,30 @@ __device__ __forceinline__ void clamp_limit(WS& ws, float t) {
 // How a lane reads its share of a row: floats (dim not a multiple of 4, or rows not 16-byte
 // aligned), float4s in chunks of kLoadsPerLane, or (kShort: rows of at most one chunk a lane, up to
 // 128 floats, few queries) its whole share at once, the next step's loads issued before this step's
-// keys are formed and offered, so that a warp always has bytes in flight.
-enum class Layout { kFloats, kFloat4, kShort };
+// keys are formed and offered, so that a warp always has bytes in flight. kHalf: 16-bit rows
+// (half_rows.h), groups of 8 values in 16-byte loads, as kShort for one query.
+enum class Layout { kFloats, kFloat4, kShort, kHalf };
+
+// Rows read with two register sets taking turns (the next step's loads in flight while this step's
+// keys are formed): kShort, and kHalf for one query (two queries so read 1M x 128 half rows in 175
+// us against the float rows' 163; H200).
+template <int NQ, Layout L>
+constexpr bool kTwoRegisterSets = L == Layout::kShort || (L == Layout::kHalf && NQ == 1);
 
 // Blocks a multiprocessor must hold, which caps the registers: 80 a thread for one or two queries
-// read a step at a time (24 warps with bytes in flight), 128 for four queries and for kShort's two
-// register sets.
+// read a step at a time (24 warps with bytes in flight), 128 for four queries and for two register
+// sets.
 template <int NQ, Layout L>
-constexpr int kMinBlocks = NQ <= 2 && L != Layout::kShort ? 3 : 2;
+constexpr int kMinBlocks = NQ <= 2 && !kTwoRegisterSets<NQ, L> ? 3 : 2;
 
-// The float4s c = c0, c0 + 4, ... (kLoads of them, those below dim4) of a row; zeros elsewhere and
-// for an invalid row (nothing read).
-template <int kLoads>
-__device__ __forceinline__ void load_chunk(const float4* row, bool valid, int c0, int dim4, float4 (&v)[kLoads]) {
+// The chunks c = c0, c0 + 4, ... (kLoads of them, those below `chunks`) of a row: float4s, or
+// uint4s of 8 half values; zeros elsewhere and for an invalid row (nothing read).
+template <typename Chunk, int kLoads>
+__device__ __forceinline__ void load_chunk(const Chunk* row, bool valid, int c0, int chunks, Chunk (&v)[kLoads]) {
 #pragma unroll
   for (int u = 0; u < kLoads; ++u) {
     const int c = c0 + kLanesPerRow * u;
-    v[u] = valid && c < dim4 ? __ldg(row + c) : make_float4(0.f, 0.f, 0.f, 0.f);
+    v[u] = valid && c < chunks ? __ldg(row + c) : Chunk{};
   }
 }
 
@@ -102,6 +110,40 @@ __device__ __forceinline__ void multiply_chunk(const float4 (&v)[kLoads], int c0
         acc[q] = fmaf(v[u].y, x.y, acc[q]);
         acc[q] = fmaf(v[u].z, x.z, acc[q]);
         acc[q] = fmaf(v[u].w, x.w, acc[q]);
+      }
+    }
+  }
+}
+
+// The same for chunks of 8 half values (16-bit rows, half_rows.h: dim8 = dim / 8 chunks a row),
+// each value widened to float exactly.
+template <int NQ, int kLoads>
+__device__ __forceinline__ void multiply_chunk(const uint4 (&v)[kLoads], int c0, int dim8, const float4* x4,
+                                               float (&acc)[NQ]) {
+  const int dim4 = 2 * dim8;
+#pragma unroll
+  for (int u = 0; u < kLoads; ++u) {
+    const int c = c0 + kLanesPerRow * u;
+    if (c < dim8) {
+      const __half2* h = reinterpret_cast<const __half2*>(&v[u]);
+      float y[8];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float2 f = __half22float2(h[i]);
+        y[2 * i] = f.x;
+        y[2 * i + 1] = f.y;
+      }
+#pragma unroll
+      for (int q = 0; q < NQ; ++q) {
+        const float4 a = x4[q * dim4 + 2 * c], b = x4[q * dim4 + 2 * c + 1];
+        acc[q] = fmaf(y[0], a.x, acc[q]);
+        acc[q] = fmaf(y[1], a.y, acc[q]);
+        acc[q] = fmaf(y[2], a.z, acc[q]);
+        acc[q] = fmaf(y[3], a.w, acc[q]);
+        acc[q] = fmaf(y[4], b.x, acc[q]);
+        acc[q] = fmaf(y[5], b.y, acc[q]);
+        acc[q] = fmaf(y[6], b.z, acc[q]);
+        acc[q] = fmaf(y[7], b.w, acc[q]);
       }
     }
   }
@@ -174,7 +216,8 @@ __device__ __forceinline__ void offer_row(WS (&ws)[NQ], float (&acc)[NQ], int64_
 template <int NQ, int KR, Layout L>
 __global__ void __launch_bounds__(kThreads, (kMinBlocks<NQ, L>))
     gemv_select_kernel(const float* __restrict__ queries, int nq, const float* __restrict__ base,
-                       const float* __restrict__ norms, int64_t n, int dim, int kc, const uint8_t* filter,
+                       const __half* __restrict__ half_base, const float* __restrict__ norms, int64_t n, int dim,
+                       int kc, const uint8_t* filter,
                        int64_t filter_bits, float* block_keys, int32_t* block_rows, float* block_norms_max) {
   constexpr int K = KR * kWarpSize;
   constexpr int kLoads = kLoadsPerLane;
@@ -203,19 +246,21 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocks<NQ, L>))
 #pragma unroll
   for (int q = 0; q < NQ; ++q) ws[q].reset(kc);
 
-  if constexpr (L == Layout::kShort) {
+  const float4* x4 = reinterpret_cast<const float4*>(xs);
+  if constexpr (kTwoRegisterSets<NQ, L>) {
     // Two register sets take turns: a step's rows are read while the previous step's are used.
-    const int dim4 = dim / 4;
-    const float4* base4 = reinterpret_cast<const float4*>(base);
-    const float4* x4 = reinterpret_cast<const float4*>(xs);
-    float4 a[kLoads], b[kLoads];
+    using Chunk = std::conditional_t<L == Layout::kHalf, uint4, float4>;
+    const int chunks = L == Layout::kHalf ? dim / 8 : dim / 4;
+    const Chunk* rows = L == Layout::kHalf ? reinterpret_cast<const Chunk*>(half_base)
+                                           : reinterpret_cast<const Chunk*>(base);
+    Chunk a[kLoads], b[kLoads];
     float norm_a = norm_of(row_of(first)), norm_b = 0.f;
-    load_chunk(base4 + row_of(first) * dim4, row_of(first) < n, sub, dim4, a);
-    auto use = [&](int64_t step, const float4(&v)[kLoads], float norm) {
+    load_chunk(rows + row_of(first) * chunks, row_of(first) < n, sub, chunks, a);
+    auto use = [&](int64_t step, const Chunk(&v)[kLoads], float norm) {
       float acc[NQ];
 #pragma unroll
       for (int q = 0; q < NQ; ++q) acc[q] = 0.f;
-      multiply_chunk(v, sub, dim4, x4, acc);
+      multiply_chunk(v, sub, chunks, x4, acc);
       const int64_t row = row_of(step);
       norms_max = fmaxf(norms_max, norm);
       offer_row(ws, acc, row, row < n && sub == 0, norm, l2, nq, filter, filter_bits);
@@ -223,12 +268,12 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocks<NQ, L>))
     for (int64_t step = first; step < n; step += 2 * stride) {
       const int64_t second = step + stride;
       norm_b = norm_of(row_of(second));
-      load_chunk(base4 + row_of(second) * dim4, row_of(second) < n, sub, dim4, b);
+      load_chunk(rows + row_of(second) * chunks, row_of(second) < n, sub, chunks, b);
       use(step, a, norm_a);
       if (second >= n) break;
       const int64_t third = second + stride;
       norm_a = norm_of(row_of(third));
-      load_chunk(base4 + row_of(third) * dim4, row_of(third) < n, sub, dim4, a);
+      load_chunk(rows + row_of(third) * chunks, row_of(third) < n, sub, chunks, a);
       use(second, b, norm_b);
     }
   } else {
@@ -239,7 +284,17 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocks<NQ, L>))
       float acc[NQ];
 #pragma unroll
       for (int q = 0; q < NQ; ++q) acc[q] = 0.f;
-      row_products<NQ, L>(base + row * dim, valid, dim, sub, xs, acc);
+      if constexpr (L == Layout::kHalf) {  // two to four queries: one register set, half as long (no spills)
+        constexpr int kHalfLoads = kLoads / 2;
+        const int dim8 = dim / 8;
+        for (int c0 = sub; c0 < dim8; c0 += kLanesPerRow * kHalfLoads) {
+          uint4 v[kHalfLoads];
+          load_chunk(reinterpret_cast<const uint4*>(half_base) + row * dim8, valid, c0, dim8, v);
+          multiply_chunk(v, c0, dim8, x4, acc);
+        }
+      } else {
+        row_products<NQ, L>(base + row * dim, valid, dim, sub, xs, acc);
+      }
       norms_max = fmaxf(norms_max, norm);
       offer_row(ws, acc, row, valid && sub == 0, norm, l2, nq, filter, filter_bits);
     }
@@ -484,12 +539,13 @@ int resident_blocks() {
 template <int NQ, int KR, Layout L>
 struct Variant {
   static int resident() { return resident_blocks<NQ, KR, L>(); }
-  static void launch(int64_t blocks, const float* queries, int64_t nq, const float* base, const float* norms,
-                     int64_t n, int64_t dim, int64_t kc, const uint8_t* filter, int64_t filter_bits,
-                     float* block_keys, int32_t* block_rows, float* block_norms_max, cudaStream_t stream) {
+  static void launch(int64_t blocks, const float* queries, int64_t nq, const float* base, const __half* half_base,
+                     const float* norms, int64_t n, int64_t dim, int64_t kc, const uint8_t* filter,
+                     int64_t filter_bits, float* block_keys, int32_t* block_rows, float* block_norms_max,
+                     cudaStream_t stream) {
     const size_t shared = size_t(NQ * dim) * sizeof(float);
     gemv_select_kernel<NQ, KR, L><<<static_cast<unsigned>(blocks), kThreads, shared, stream>>>(
-        queries, static_cast<int>(nq), base, norms, n, static_cast<int>(dim), static_cast<int>(kc), filter,
+        queries, static_cast<int>(nq), base, half_base, norms, n, static_cast<int>(dim), static_cast<int>(kc), filter,
         filter_bits, block_keys, block_rows, block_norms_max);
     QV_LAUNCH_CHECK("gemv_select_kernel");
   }
@@ -498,7 +554,9 @@ struct Variant {
 // The layout for rows of dim floats at `base`: kShort needs one chunk a lane, and few queries (two
 // chunks in registers). It read 1M x 128 floats in 158 us against kFloat4's 165 (one query; two:
 // 172 against 189; H200, the kernel pair).
-Layout layout_for(const float* base, int64_t nq, int64_t dim) {
+// Half rows (half_base given) have a layout of their own.
+Layout layout_for(const float* base, const __half* half_base, int64_t nq, int64_t dim) {
+  if (half_base != nullptr) return Layout::kHalf;
   if (dim % 4 != 0 || (reinterpret_cast<uintptr_t>(base) & 15) != 0) return Layout::kFloats;
   return padded_queries(nq) <= 2 && dim <= 4 * kLanesPerRow * kLoadsPerLane ? Layout::kShort : Layout::kFloat4;
 }
@@ -511,6 +569,7 @@ auto dispatch(int64_t nq, int64_t kc, Layout layout, F&& f) {
     if constexpr (NQ <= 2) {
       if (layout == Layout::kShort) return f(Variant<NQ, KR, Layout::kShort>{});
     }
+    if (layout == Layout::kHalf) return f(Variant<NQ, KR, Layout::kHalf>{});
     return layout == Layout::kFloats ? f(Variant<NQ, KR, Layout::kFloats>{}) : f(Variant<NQ, KR, Layout::kFloat4>{});
   };
   auto by_kr = [&](auto nq_tag) {
@@ -531,24 +590,28 @@ bool gemv_select_fits(int64_t nq, int64_t dim, int64_t kc) {
          padded_queries(nq) * dim <= kMaxQueryFloats;
 }
 
-int64_t gemv_select_blocks(const SelectLimits& limits, int64_t nq, int64_t n, int64_t dim, int64_t kc) {
+int64_t gemv_select_blocks(const SelectLimits& limits, int64_t nq, int64_t n, int64_t dim, int64_t kc,
+                           bool half_rows) {
   // (For the aligned layout: an unaligned base's kernel holds about as many.)
-  const int resident = dispatch(nq, kc, layout_for(nullptr, nq, dim), [](auto v) { return decltype(v)::resident(); });
+  const Layout layout = half_rows ? Layout::kHalf : layout_for(nullptr, nullptr, nq, dim);
+  const int resident = dispatch(nq, kc, layout, [](auto v) { return decltype(v)::resident(); });
   const int64_t wanted = (n + kWarps * kMinRowsPerWarp - 1) / (kWarps * kMinRowsPerWarp);
   return std::clamp<int64_t>(wanted, 1, int64_t(resident) * limits.sm_count);
 }
 
-void launch_gemv_select(const float* queries, int64_t nq, const float* base, const float* base_norms, int64_t n,
-                        int64_t dim, int64_t kc, const uint8_t* filter, int64_t filter_bits, int64_t blocks,
-                        float* block_keys, int32_t* block_rows, float* out_keys, int32_t* out_rows,
-                        const float* rerank_base, const GemvStats& stats, cudaStream_t stream) {
+void launch_gemv_select(const float* queries, int64_t nq, const float* base, const __half* half_base,
+                        const float* base_norms, int64_t n, int64_t dim, int64_t kc, const uint8_t* filter,
+                        int64_t filter_bits, int64_t blocks, float* block_keys, int32_t* block_rows, float* out_keys,
+                        int32_t* out_rows, const float* rerank_base, const GemvStats& stats, cudaStream_t stream) {
   require(gemv_select_fits(nq, dim, kc), "gemv_select: nq = ", nq, ", dim = ", dim, ", kc = ", kc, " do not fit");
+  require(half_base == nullptr || (half_rows_fit(dim) && (reinterpret_cast<uintptr_t>(half_base) & 15) == 0),
+          "gemv_select: 16-bit rows of dim ", dim, " (or not 16-byte aligned)");
   require(blocks >= 1 && blocks <= (int64_t(1) << 20), "gemv_select: blocks = ", blocks);
   require(stats.base_stats == nullptr || (base_norms != nullptr && stats.block_norms_max != nullptr),
           "gemv_select: the base's statistics need its norms and the blocks' workspace");
   float* block_norms_max = stats.base_stats != nullptr ? stats.block_norms_max : nullptr;
-  dispatch(nq, kc, layout_for(base, nq, dim), [&](auto v) {
-    decltype(v)::launch(blocks, queries, nq, base, base_norms, n, dim, kc, filter, filter_bits, block_keys,
+  dispatch(nq, kc, layout_for(base, half_base, nq, dim), [&](auto v) {
+    decltype(v)::launch(blocks, queries, nq, base, half_base, base_norms, n, dim, kc, filter, filter_bits, block_keys,
                         block_rows, block_norms_max, stream);
     return 0;
   });

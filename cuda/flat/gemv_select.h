@@ -14,6 +14,9 @@
 //      few candidates under a tight bound by counting (no queues), and gathers the certificate's
 //      statistics on the side.
 //
+// Over an index's 16-bit rows (half_rows.h) the kernel reads half the bytes; its keys are then those
+// of the rounded rows, which the certificate bounds as rounded inputs.
+//
 // The keys are those of the SGEMM pass up to the summation order of the dot product: ||y||^2 - 2
 // <x, y> (L2, with the given norms; one fmaf forms it, as the selection adds its bias) or -<x, y>.
 // Each lane sums its share of the products with fmaf in order, two shuffle additions join the four
@@ -23,6 +26,7 @@
 // selected; +inf keys are (as the selection does).
 #pragma once
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -46,7 +50,9 @@ bool gemv_select_fits(int64_t nq, int64_t dim, int64_t kc);
 // Blocks of the first kernel for this search (as many as the current device holds at once on the
 // `limits.sm_count` multiprocessors, fewer for a short base): the merge reads nq x blocks x kc
 // candidates.
-int64_t gemv_select_blocks(const SelectLimits& limits, int64_t nq, int64_t n, int64_t dim, int64_t kc);
+// half_rows: the launch reads 16-bit rows (half_base).
+int64_t gemv_select_blocks(const SelectLimits& limits, int64_t nq, int64_t n, int64_t dim, int64_t kc,
+                           bool half_rows = false);
 
 // The certificate's statistics (certify.h) the pass gathers as it goes, so that a search that
 // certifies has no statistics kernels to wait for; null pointers: not wanted. query_stats: nq x 2
@@ -60,17 +66,18 @@ struct GemvStats {
   float* block_norms_max = nullptr;
 };
 
-// Queries (nq x dim) against base rows (n x dim), both row-major, with (L2) base_norms (n floats,
-// the ||y||^2 of the keys) or nullptr (inner product): out_keys / out_rows (nq x kc) = each query's
-// kc best keys, ascending (ties to the smaller row), and their rows; +inf and the largest int32
-// past the allowed rows. filter (optional): row r is allowed when r < filter_bits and bit r % 8 of
-// filter[r / 8] is set. block_keys / block_rows: nq x blocks x kc of workspace (blocks from
-// gemv_select_blocks). rerank_base (optional): the rows the finish stage reads for the candidates'
-// exact keys (the uncentred base), whose candidate rows are prefetched into L2. All pointers device
-// memory; gemv_select_fits must hold. stats: see GemvStats. Enqueued on `stream`.
-void launch_gemv_select(const float* queries, int64_t nq, const float* base, const float* base_norms, int64_t n,
-                        int64_t dim, int64_t kc, const uint8_t* filter, int64_t filter_bits, int64_t blocks,
-                        float* block_keys, int32_t* block_rows, float* out_keys, int32_t* out_rows,
-                        const float* rerank_base, const GemvStats& stats, cudaStream_t stream);
+// Queries (nq x dim) against base rows (n x dim), both row-major, or against their 16-bit copy
+// half_base (half_rows.h; the keys are then of the rounded rows, and base is not read), with (L2)
+// base_norms (n floats, the ||y||^2 of the keys) or nullptr (inner product): out_keys / out_rows
+// (nq x kc) = each query's kc best keys, ascending (ties to the smaller row), and their rows; +inf
+// and the largest int32 past the allowed rows. filter (optional): row r is allowed when r <
+// filter_bits and bit r % 8 of filter[r / 8] is set. block_keys / block_rows: nq x blocks x kc of
+// workspace (blocks from gemv_select_blocks). rerank_base (optional): the rows the finish stage reads
+// for the candidates' exact keys (the uncentred base), whose candidate rows are prefetched into L2.
+// All pointers device memory; gemv_select_fits must hold. stats: see GemvStats. Enqueued on `stream`.
+void launch_gemv_select(const float* queries, int64_t nq, const float* base, const __half* half_base,
+                        const float* base_norms, int64_t n, int64_t dim, int64_t kc, const uint8_t* filter,
+                        int64_t filter_bits, int64_t blocks, float* block_keys, int32_t* block_rows, float* out_keys,
+                        int32_t* out_rows, const float* rerank_base, const GemvStats& stats, cudaStream_t stream);
 
 }  // namespace quiver::gpu

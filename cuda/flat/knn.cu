@@ -92,6 +92,7 @@
 #include "cuda/flat/device_matrix.h"
 #include "cuda/flat/exact_distances.h"
 #include "cuda/flat/gemv_select.h"
+#include "cuda/flat/half_rows.h"
 #include "cuda/flat/kernels.h"
 #include "cuda/flat/knn_passes.h"
 #include "cuda/flat/tf32_select.h"
@@ -125,6 +126,13 @@ constexpr int64_t kMinFusedQueries = 64;
 // It writes no distance tiles, so its query tiles are as large as this allows: fewer, longer splits
 // of the base, over which each block's start (its queries' load, its lists filling) is amortised.
 constexpr int64_t kFusedQueryRows = 16384;
+// Except where its host results are large (a resident base): those of a query tile come back while
+// the next tile computes, and a tile holds at most this many bytes of them (at least
+// kMinFusedResultRows queries).
+// k = 1024: 10 000 queries' 123 MB came back in one piece after everything else (6.3 ms of the 46.7
+// host to host, H200).
+constexpr int64_t kFusedResultTileBytes = int64_t(32) << 20;
+constexpr int64_t kMinFusedResultRows = 1024;
 // ... and from this many base rows on. Each query's list of kc candidates fills as the rows go by:
 // over a short base most rows enter it (about kc ln(n / kc) of n), and the kernel's list upkeep costs
 // more than the tiles' write and read (H100, 1M queries against 1024 rows, k = 1: 14.4 ms fused).
@@ -197,9 +205,9 @@ TilePlan plan_tiles(int64_t tile_floats, int64_t nq, int64_t n, int64_t k, int64
   return {query_rows, columns};
 }
 
-// The fused TF32 pass's query tiles: balanced, at most kFusedQueryRows queries (columns: the base).
-TilePlan plan_fused(int64_t nq, int64_t n) {
-  const int64_t query_tiles = (nq + kFusedQueryRows - 1) / kFusedQueryRows;
+// The fused TF32 pass's query tiles: balanced, at most max_rows queries (columns: the base).
+TilePlan plan_fused(int64_t nq, int64_t n, int64_t max_rows) {
+  const int64_t query_tiles = (nq + max_rows - 1) / max_rows;
   return {(nq + query_tiles - 1) / query_tiles, n};
 }
 
@@ -226,6 +234,11 @@ ComputeMode gemm_mode(TileKind kind) {
 
 thread_local KnnPassCounts pass_counts;
 std::atomic<bool> gemv_select_on{true};
+std::atomic<bool> half_rows_on{true};
+std::atomic<int64_t> min_tf32_queries{kMinTf32Queries};
+std::atomic<int64_t> min_fused_queries{kMinFusedQueries};
+std::atomic<int64_t> fused_result_tile_bytes{kFusedResultTileBytes};
+std::atomic<bool> fp16_certified_on{true};
 
 bool is_half(TileKind kind) { return kind == TileKind::fp16 || kind == TileKind::bf16; }
 
@@ -234,6 +247,7 @@ struct PassSpec {
   int64_t kc = 0;         // candidates per query (k for the direct tile)
   bool certify = false;   // write per-query certificate flags (certify.h)
   bool centred = false;   // the GEMM multiplies the centred rows (centring.h; Shared::centre)
+  bool half_rows = false;  // the GEMV pass reads Shared::half_rows
   CertifyModel model;
 };
 
@@ -255,6 +269,7 @@ struct Shared {
   int64_t chunk_rows = 0;  // base rows per streamed or arriving chunk
   int64_t chunks_searched = 0;  // by the first pass, when it searched the base in chunks
   int64_t gemv_queries = 0;     // searched by the GEMV pass (gemv_select.h), over all passes
+  int64_t fused_queries = 0;    // searched by the fused TF32 kernel (tf32_select.h), over all passes
   int64_t arriving_query_tiles = 0;  // by the first pass, when its host queries arrived tile by tile
   const float* y = nullptr;        // the base on the device (not streamed)
   const float* y_norms = nullptr;  // its squared norms (L2, not streamed)
@@ -266,6 +281,8 @@ struct Shared {
   PoolBuffer<float> centre, centred_base, centred_norms;
   // The certificate's statistics of the base's rows, kept with an index's DeviceMatrix, or nullptr.
   const unsigned* kept_base_stats = nullptr;
+  // An index's 16-bit rows with their statistics (half_rows.h; rows null: none).
+  HalfRows half_rows;
 };
 
 // Host bytes to dst: host memory by memcpy, device memory (one output of two may be) by the runtime.
@@ -480,6 +497,9 @@ struct Pass {
   // magnitudes of the base and queries); a streamed base's are not known before its first tile, so
   // fp16 streams through float tiles (its candidates may then differ from the unstreamed search's).
   const bool key16;
+  // How the GEMM rounds its inputs, for the certificate's residual norms: a certified fp16 pass (see
+  // knn_search) rounds them to half, the TF32 pass to TF32.
+  const InputRounding rounding;
   const float alpha;
   const size_t gemm_value_bytes;
   // L2 on exact float inputs needs only max ||y||^2, which the norms give without reading the rows.
@@ -596,7 +616,8 @@ Pass::Pass(Shared& shared, const float* query_data, int64_t query_count, int64_t
       outputs_on_device(memory_kind(distances_out, device) == MemoryKind::device &&
                         memory_kind(ids_out, device) == MemoryKind::device),
       centred(pass_spec.centred),
-      key16(half && (!streamed || mode == ComputeMode::bf16)),
+      key16(half && !pass_spec.certify && (!streamed || mode == ComputeMode::bf16)),
+      rounding(half && mode == ComputeMode::fp16 ? InputRounding::fp16 : InputRounding::tf32),
       alpha(l2 ? -2.f : -1.f),
       gemm_value_bytes(half ? sizeof(uint16_t) : sizeof(float)),
       stats_read_rows(pass_spec.model.rounded_inputs || !l2),
@@ -622,8 +643,9 @@ void Pass::upload_queries() {
     query_centred = PoolBuffer<float>(pool, nq * dim);
     xc = query_centred.get();
   }
-  queries_deferred = (kind == MemoryKind::host_pageable || kind == MemoryKind::host_pinned) && !half && !chunked &&
-                     nq * dim * int64_t(sizeof(float)) >= kArrivingQueryBytes;
+  // (The fast half modes size their tiles' scale from every query first.)
+  queries_deferred = (kind == MemoryKind::host_pageable || kind == MemoryKind::host_pinned) &&
+                     (!half || spec.certify) && !chunked && nq * dim * int64_t(sizeof(float)) >= kArrivingQueryBytes;
   if (!queries_deferred) upload_query_rows(0, nq);
 }
 
@@ -648,6 +670,10 @@ void Pass::upload_query_rows(int64_t q0, int64_t rows) {
     copy_to_device(staging, device, query_copy.get() + q0 * dim, queries + q0 * dim,
                    size_t(rows * dim) * sizeof(float), stream);
   if (centred) launch_centre(x + q0 * dim, rows, dim, sh.centre.get(), query_centred.get() + q0 * dim, stream);
+  if (query_half.get() != nullptr) {  // a certified half pass's deferred queries (choose_gemm_operands)
+    launch_to_half(xc + q0 * dim, rows, dim, mode, query_half.get() + q0 * depth, overflow.get() + 1, nullptr,
+                   stream);
+  }
 }
 
 // An arriving query tile, before its GEMMs: copied and centred, then its certificate statistics on
@@ -659,7 +685,7 @@ void Pass::arrive_query_tile(int64_t q0, int64_t rows) {
   QV_CUDA_CHECK(cudaStreamWaitEvent(s0, query_tile_event(), 0));
   QV_CUDA_CHECK(cudaStreamWaitEvent(s1, query_tile_event(), 0));
   if (!spec.certify) return;
-  launch_query_stats(xc + q0 * dim, rows, dim, query_stats.get() + 2 * q0, s1);
+  launch_query_stats(xc + q0 * dim, rows, dim, query_stats.get() + 2 * q0, s1, rounding);
   QV_CUDA_CHECK(cudaEventRecord(stats_event(), s1));
 }
 
@@ -676,10 +702,12 @@ void Pass::choose_gemm_operands() {
   QV_CUDA_CHECK(cudaMemsetAsync(overflow.get(), 0, 4 * sizeof(int), s0));
   unsigned* max_abs =
       key16 && mode == ComputeMode::fp16 ? reinterpret_cast<unsigned*>(overflow.get() + 2) : nullptr;
-  launch_to_half(x, nq, dim, mode, query_half.get(), overflow.get() + 1, max_abs ? max_abs + 1 : nullptr, s0);
+  // (Deferred queries are rounded as they arrive: upload_query_rows.)
+  if (!queries_deferred)
+    launch_to_half(xc, nq, dim, mode, query_half.get(), overflow.get() + 1, max_abs ? max_abs + 1 : nullptr, s0);
   if (!streamed) {
     base_half = PoolBuffer<uint16_t>(pool, n * depth);
-    launch_to_half(y, n, dim, mode, base_half.get(), overflow.get(), max_abs, s0);
+    launch_to_half(yc, n, dim, mode, base_half.get(), overflow.get(), max_abs, s0);
     check_overflow();
     gemm_y = base_half.get();
     if (mode == ComputeMode::fp16) {
@@ -694,7 +722,9 @@ void Pass::choose_gemm_operands() {
 
 // fp16: refuses values beyond half's range (after the conversions queued on s0).
 void Pass::check_overflow() {
-  if (mode != ComputeMode::fp16) return;
+  // (A certified pass's base is within range (knn_search); a query beyond it has an infinite
+  // residual, which fails its certificate: the float pass answers it.)
+  if (mode != ComputeMode::fp16 || spec.certify) return;
   QV_CUDA_CHECK(cudaMemcpyAsync(flags_h, overflow.get(), sizeof flags_h, cudaMemcpyDeviceToHost, s0));
   QV_CUDA_CHECK(cudaStreamSynchronize(s0));
   if (flags_h[0] != 0 || flags_h[1] != 0)
@@ -714,7 +744,7 @@ void Pass::allocate_certificate() {
 // rows, or (L2 on exact inputs) from the largest of their norms.
 void Pass::gather_base_stats(const float* rows, const float* norms, int64_t count, cudaStream_t stream) {
   if (stats_read_rows) {
-    launch_base_stats(rows, count, dim, base_stats.get(), stream);
+    launch_base_stats(rows, count, dim, base_stats.get(), stream, rounding);
   } else {
     launch_norms_max(norms, count, norms_scale, base_stats.get(), stream);
   }
@@ -728,7 +758,7 @@ void Pass::plan_search() {
          gemv_select_fits(nq, dim, kc);
   if (gemv) {
     plan = {nq, n};
-    gemv_blocks = gemv_select_blocks(resources.limits(), nq, n, dim, kc);
+    gemv_blocks = gemv_select_blocks(resources.limits(), nq, n, dim, kc, spec.half_rows);
     rerank_workspace_bytes = select_workspace_bytes<int32_t>(resources.limits(), nq, kc, k);
     return;
   }
@@ -738,14 +768,22 @@ void Pass::plan_search() {
   split_kc = spec.certify ? std::min(kc, kTf32SelectMaxK) : kc;
   // A base in chunks: one launch a chunk.
   const int64_t fused_rows = chunked ? chunk_rows : n;
-  fused = spec.kind == TileKind::tf32 && nq >= kMinFusedQueries && fused_rows >= kMinFusedRows &&
+  fused = spec.kind == TileKind::tf32 && nq >= min_fused_queries.load(std::memory_order_relaxed) &&
+          fused_rows >= kMinFusedRows &&
           reinterpret_cast<uintptr_t>(xc) % 16 == 0 && reinterpret_cast<uintptr_t>(yc) % 16 == 0 &&
           tf32_select_fits(resources.limits(), dim, split_kc, n);
   // Deferred queries arrive by query tile on a tiled search (kArrivingQueryTiles of them); the fused
   // kernel takes them whole.
   const int64_t tile_floats = resources.tile_bytes() / int64_t(sizeof(float));
   const int64_t tiled_query_rows = queries_deferred ? (nq + kArrivingQueryTiles - 1) / kArrivingQueryTiles : nq;
-  plan = fused ? plan_fused(nq, n) : plan_tiles(tile_floats, nq, n, kc, tiled_query_rows);
+  // (A base in chunks finishes every query tile after its last chunk: nothing to overlap there.)
+  const int64_t result_row_bytes = k * int64_t(sizeof(float) + sizeof(int64_t));
+  const int64_t fused_query_rows =
+      outputs_on_device || chunked
+          ? kFusedQueryRows
+          : std::clamp(fused_result_tile_bytes.load(std::memory_order_relaxed) / result_row_bytes, kMinFusedResultRows,
+                       kFusedQueryRows);
+  plan = fused ? plan_fused(nq, n, fused_query_rows) : plan_tiles(tile_floats, nq, n, kc, tiled_query_rows);
   min_splits = split_kc < kc ? kTruncatedSplitsPerList * kc / split_kc : 1;
   splits = fused ? tf32_select_splits(resources.limits(), plan.query_rows, fused_rows, min_splits) : 0;
   if (fused && splits * split_kc < kc) {  // too few splits to hold kc candidates
@@ -874,14 +912,19 @@ void Pass::start_streams() {
   if (!spec.certify) return;
   cudaStream_t s1 = resources.stream(1);
   // The GEMV pass gathers the queries' (and from the norms the base's) itself, on stream 0.
-  if (!gemv && !queries_arriving) launch_query_stats(xc, nq, dim, query_stats.get(), s1);
+  if (!gemv && !queries_arriving) launch_query_stats(xc, nq, dim, query_stats.get(), s1, rounding);
   if (gemv_base_stats()) {
     QV_CUDA_CHECK(cudaEventRecord(stats_event(), s1));
     return;
   }
   QV_CUDA_CHECK(cudaMemsetAsync(base_stats.get(), 0, kBaseStatsCount * sizeof(unsigned), s1));
-  if (!chunked && stats_read_rows && !centred && sh.kept_base_stats != nullptr) {
-    QV_CUDA_CHECK(cudaMemcpyAsync(base_stats.get(), sh.kept_base_stats, kBaseStatsCount * sizeof(unsigned),
+  // (The 16-bit rows' statistics are of their residuals, which the rows themselves do not give; a
+  // DeviceMatrix keeps its rows' TF32 residuals, not their half ones.)
+  const unsigned* kept = spec.half_rows ? sh.half_rows.stats
+                         : rounding == InputRounding::tf32 ? sh.kept_base_stats
+                                                           : nullptr;
+  if (!chunked && stats_read_rows && !centred && kept != nullptr) {
+    QV_CUDA_CHECK(cudaMemcpyAsync(base_stats.get(), kept, kBaseStatsCount * sizeof(unsigned),
                                   cudaMemcpyDeviceToDevice, s1));
   } else if (!chunked) {
     gather_base_stats(yc, yc_norms, n, s1);
@@ -988,8 +1031,9 @@ void Pass::search_gemv() {
     stats.norms_scale = norms_scale;
     stats.block_norms_max = gemv_norms_max.get();
   }
-  launch_gemv_select(xc, nq, yc, l2 ? yc_norms : nullptr, n, dim, kc, filter, sh.filter.nbits, gemv_blocks,
-                     gemv_keys.get(), gemv_rows.get(), best_keys.get(), best_rows.get(), y, stats, s0);
+  launch_gemv_select(xc, nq, yc, spec.half_rows ? sh.half_rows.rows : nullptr, l2 ? yc_norms : nullptr, n, dim, kc,
+                     filter, sh.filter.nbits, gemv_blocks, gemv_keys.get(), gemv_rows.get(), best_keys.get(),
+                     best_rows.get(), y, stats, s0);
 }
 
 // A base on the device: each query tile against every base tile (or the fused kernel, or the GEMV
@@ -1246,6 +1290,7 @@ void run_pass(Shared& sh, const float* queries, int64_t nq, int64_t k, const Pas
   }
   pass.deliver_results();
   if (pass.gemv) sh.gemv_queries += nq;
+  if (pass.fused) sh.fused_queries += nq;
   // Later passes reuse the pool's blocks: nothing of this pass may still be running.
   sync_streams(*sh.resources);
   if (sh.arriving) {  // the whole base is on the device now
@@ -1351,10 +1396,29 @@ std::vector<int64_t> run_subset(Shared& sh, const float* queries, const std::vec
   return still;
 }
 
-// gpu.h's knn; kept_base_stats: Shared's.
+// Whether a certified pass that would multiply TF32 tiles multiplies IEEE half tiles instead: twice
+// TF32's rate on the tensor cores, with the same 10-bit significand, so the certificate bounds the
+// rounding alike (its residual norms taken for half). Where the fused TF32 kernel does not take the
+// shape (rows of more than 128 values: tiles either way), over an index's rows whose kept statistics
+// keep them within half's range once centred too (every |y_i - m_i| <= 2 max ||y|| <= 65504; queries
+// beyond it fail their certificate and go to the float pass).
+bool half_tiles_take(Resources& resources, int64_t dim, int64_t n, int64_t kc, const unsigned* kept_base_stats) {
+  if (!fp16_certified_on.load(std::memory_order_relaxed) || kept_base_stats == nullptr ||
+      tf32_select_fits(resources.limits(), dim, std::min(kc, kTf32SelectMaxK), n))
+    return false;
+  unsigned bits = 0;
+  QV_CUDA_CHECK(cudaMemcpyAsync(&bits, kept_base_stats, sizeof bits, cudaMemcpyDeviceToHost, resources.stream(0)));
+  QV_CUDA_CHECK(cudaStreamSynchronize(resources.stream(0)));
+  float max_norm2 = 0.f;
+  std::memcpy(&max_norm2, &bits, sizeof max_norm2);
+  return max_norm2 <= 32752.f * 32752.f;
+}
+
+// gpu.h's knn; kept_base_stats, half_rows: Shared's.
 void knn_search(Resources& resources, Metric metric, const float* base, const float* base_norms, int64_t n,
                 int64_t dim, const float* queries, int64_t nq, int64_t k, float* distances, int64_t* ids,
-                const RowFilter& filter, ComputeMode mode, const unsigned* kept_base_stats) {
+                const RowFilter& filter, ComputeMode mode, const unsigned* kept_base_stats,
+                const HalfRows& half_rows = {}) {
   DeviceScope device_scope(resources.device());  // the context's device, whatever the caller's
   require(is_valid_metric(static_cast<int32_t>(metric)), "metric: ", static_cast<int32_t>(metric),
           " is not L2, inner product or cosine");
@@ -1393,10 +1457,18 @@ void knn_search(Resources& resources, Metric metric, const float* base, const fl
     first.kind = TileKind::direct;
     first.kc = k;
   } else {
-    first.kind = nq >= kMinTf32Queries ? TileKind::tf32 : TileKind::sgemm;
+    first.kind = nq >= min_tf32_queries.load(std::memory_order_relaxed) ? TileKind::tf32 : TileKind::sgemm;
     first.kc = certified_candidate_count(k);
     first.certify = true;
     first.model = certify_model(first.kind == TileKind::tf32, l2, dim);
+    // A small batch's GEMV pass over an index's 16-bit rows; the float pass takes what they leave.
+    if (first.kind == TileKind::sgemm && half_rows.rows != nullptr && gemv_select_on.load(std::memory_order_relaxed) &&
+        gemv_select_fits(nq, dim, first.kc)) {
+      first.half_rows = true;
+      first.model = half_rows_model(l2, dim);
+    }
+    if (first.kind == TileKind::tf32 && half_tiles_take(resources, dim, n, first.kc, kept_base_stats))
+      first.kind = TileKind::fp16;  // the same model: rounded inputs, tensor-core accumulation
   }
 
   Shared sh;
@@ -1405,6 +1477,7 @@ void knn_search(Resources& resources, Metric metric, const float* base, const fl
   sh.base = base;
   sh.base_norms = base_norms;
   sh.kept_base_stats = kept_base_stats;
+  sh.half_rows = half_rows;
   sh.n = n;
   sh.dim = dim;
   sh.filter = filter;
@@ -1412,7 +1485,7 @@ void knn_search(Resources& resources, Metric metric, const float* base, const fl
           is_half(first.kind));
   // The TF32 pass (and the SGEMM pass after it) on centred rows, where the data is far from the
   // origin; below kMinTf32Queries queries the centred copy would cost more than the search.
-  if (first.certify && first.kind == TileKind::tf32 && l2) {
+  if (first.certify && (first.kind == TileKind::tf32 || first.kind == TileKind::fp16) && l2) {
     centre_base(sh);
     first.centred = sh.centred;
     first.model = certify_model(true, l2, dim, sh.centred);
@@ -1426,14 +1499,21 @@ void knn_search(Resources& resources, Metric metric, const float* base, const fl
     std::vector<int64_t> failing;
     for (int64_t q = 0; q < nq; ++q)
       if (flags[size_t(q)] == 0) failing.push_back(q);
-    (first.kind == TileKind::tf32 ? counts.tf32 : counts.sgemm) = nq - static_cast<int64_t>(failing.size());
-    if (!failing.empty() && first.kind == TileKind::tf32) {
+    const int64_t certified = nq - static_cast<int64_t>(failing.size());
+    int64_t& first_count = first.kind == TileKind::tf32   ? counts.tf32
+                           : first.kind == TileKind::fp16 ? counts.fp16
+                                                          : counts.sgemm;
+    first_count = certified;
+    if (first.half_rows) counts.half_rows = certified;
+    // The float SGEMM (or GEMV) pass after the TF32 or half tiles, or the 16-bit rows.
+    if (!failing.empty() && (first.kind == TileKind::tf32 || first.kind == TileKind::fp16 || first.half_rows)) {
       PassSpec second = first;
       second.kind = TileKind::sgemm;
+      second.half_rows = false;
       second.model = certify_model(false, l2, dim, second.centred);
       const int64_t tried = static_cast<int64_t>(failing.size());
       failing = run_subset(sh, queries, failing, k, second, distances, ids);
-      counts.sgemm = tried - static_cast<int64_t>(failing.size());
+      counts.sgemm += tried - static_cast<int64_t>(failing.size());
     }
     if (!failing.empty()) {
       PassSpec last;
@@ -1445,6 +1525,7 @@ void knn_search(Resources& resources, Metric metric, const float* base, const fl
   }
   counts.chunks = sh.chunks_searched;
   counts.gemv = sh.gemv_queries;
+  counts.fused = sh.fused_queries;
   counts.query_tiles = sh.arriving_query_tiles;
   session.finish();
   pass_counts = counts;
@@ -1460,12 +1541,36 @@ void knn(Resources& resources, Metric metric, const float* base, const float* ba
 
 void knn(Resources& resources, Metric metric, const DeviceMatrix& base, const float* queries, int64_t nq, int64_t k,
          float* distances, int64_t* ids, const RowFilter& filter, ComputeMode mode) {
-  knn_search(resources, metric, matrix_data(base), matrix_norms(base), matrix_rows(base), matrix_dim(base), queries,
-             nq, k, distances, ids, filter, mode, matrix_base_stats(base));
+  // A small batch's GEMV pass reads the matrix's 16-bit rows, made by the first such search.
+  const int64_t dim = matrix_dim(base);
+  const bool small_batch = mode == ComputeMode::fp32 && nq >= 1 &&
+                           nq < min_tf32_queries.load(std::memory_order_relaxed) && k >= 1 && k <= kMaxCertifiedK &&
+                           gemv_select_on.load(std::memory_order_relaxed) &&
+                           half_rows_on.load(std::memory_order_relaxed) &&
+                           gemv_select_fits(nq, dim, certified_candidate_count(k)) &&
+                           matrix_rows(base) * dim * int64_t(sizeof(float)) >= kMinHalfRowsBytes;
+  const HalfRows half_rows = small_batch ? matrix_half_rows(resources, base) : HalfRows{};
+  knn_search(resources, metric, matrix_data(base), matrix_norms(base), matrix_rows(base), dim, queries, nq, k,
+             distances, ids, filter, mode, matrix_base_stats(base), half_rows);
 }
 
 KnnPassCounts last_knn_pass_counts() { return pass_counts; }
 
 void set_gemv_select_enabled(bool on) { gemv_select_on.store(on, std::memory_order_relaxed); }
+
+void set_half_rows_enabled(bool on) { half_rows_on.store(on, std::memory_order_relaxed); }
+
+BatchPassThresholds default_batch_pass_thresholds() { return {kMinTf32Queries, kMinFusedQueries}; }
+
+void set_batch_pass_thresholds(BatchPassThresholds thresholds) {
+  min_tf32_queries.store(thresholds.min_tf32_queries, std::memory_order_relaxed);
+  min_fused_queries.store(thresholds.min_fused_queries, std::memory_order_relaxed);
+}
+
+void set_fused_result_tile_bytes(int64_t bytes) {
+  fused_result_tile_bytes.store(bytes > 0 ? bytes : kFusedResultTileBytes, std::memory_order_relaxed);
+}
+
+void set_fp16_certified_enabled(bool on) { fp16_certified_on.store(on, std::memory_order_relaxed); }
 
 }  // namespace quiver::gpu

@@ -542,7 +542,9 @@ typedef struct qv_index_info_s {
   qv_device_kind_t device; /* QV_DEVICE_CPU or QV_DEVICE_CUDA */
   int32_t device_id;       /* CUDA ordinal, -1 on the CPU */
   int64_t host_bytes;      /* host memory held by the index (lists, ids, model, tables) */
-  int64_t device_bytes;    /* GPU memory held by the index (its lists and model on a CUDA context) */
+  int64_t device_bytes;    /* GPU memory held by the index (its lists and model on a CUDA context;
+                              a "Flat" index searched 1 to 4 queries at a time adds a 16-bit copy
+                              of its vectors, half their bytes, made by the first such search) */
   char descriptor[128];    /* the descriptor the index was created with, NUL-terminated (cut to
                               127 bytes if longer) */
 } qv_index_info_t;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -118,6 +119,68 @@ TEST(GpuKnnCertified, CertifiesTheBenchmarkShapeWithTf32) {
     EXPECT_EQ(gpu::last_knn_pass_counts().tf32, p.nq) << "k " << k;
     expect_exact(p, k, o.dist, o.ids);
   }
+}
+
+// Every pass at batch sizes where another one runs by default (the thresholds moved, knn_passes.h):
+// the SGEMM pass (a GEMV up to four queries), the TF32 pass in cuBLAS tiles and as one kernel; exact
+// on each, uniform data certified by the pass itself.
+class BatchPasses {
+ public:
+  explicit BatchPasses(gpu::BatchPassThresholds thresholds) { gpu::set_batch_pass_thresholds(thresholds); }
+  ~BatchPasses() { gpu::set_batch_pass_thresholds(gpu::default_batch_pass_thresholds()); }
+};
+
+TEST(GpuKnnCertified, EveryPassAtEveryBatchSize) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  enum class Path { sgemm, tf32_tiles, fused };
+  uint32_t seed = 90;
+  for (Path path : {Path::sgemm, Path::tf32_tiles, Path::fused}) {
+    const BatchPasses passes(path == Path::sgemm       ? gpu::BatchPassThresholds{kNever, kNever}
+                             : path == Path::tf32_tiles ? gpu::BatchPassThresholds{1, kNever}
+                                                        : gpu::BatchPassThresholds{1, 1});
+    for (Metric metric : {Metric::l2, Metric::inner_product}) {
+      if (testing::skip_under_sanitizer(metric == Metric::inner_product)) continue;
+      for (int64_t nq : {1, 5, 33, 70}) {
+        for (int64_t k : {10, 100}) {
+          SCOPED_TRACE(::testing::Message() << "path " << int(path) << " " << metric_name(metric) << " nq " << nq
+                                            << " k " << k);
+          // Above kMinFusedRows (knn.cu), so that the fused kernel takes the shape.
+          const Problem p = testing::uniform_problem(testing::sized(20011, 16411), 40, nq, metric, seed++);
+          const Output o = search(resources, p, k);
+          const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
+          EXPECT_EQ(path == Path::sgemm ? c.sgemm : c.tf32, nq);
+          EXPECT_EQ(c.fused, path == Path::fused ? nq : 0);
+          expect_exact(p, k, o.dist, o.ids);
+        }
+      }
+    }
+  }
+}
+
+// Large host results split the fused pass into query tiles, each tile's results copied to the host
+// while the next computes (knn.cu, kFusedResultTileBytes; here 1 MiB: three tiles of 834 queries at
+// k = 100); exact, every query certified by the TF32 pass, on the host and on the device.
+class FusedResultTileBytes {
+ public:
+  explicit FusedResultTileBytes(int64_t bytes) { gpu::set_fused_result_tile_bytes(bytes); }
+  ~FusedResultTileBytes() { gpu::set_fused_result_tile_bytes(0); }
+};
+
+TEST(GpuKnnCertified, LargeHostResultsComeBackByQueryTile) {
+  QV_REQUIRE_GPU();
+  gpu::Resources& resources = testing::shared_resources();
+  const FusedResultTileBytes small_tiles(int64_t(1) << 20);
+  const Problem p =
+      testing::uniform_problem(testing::sized(20000, 16500), 8, testing::sized(2500, 2100), Metric::l2, 71);
+  const Output o = search(resources, p, 100);
+  EXPECT_EQ(gpu::last_knn_pass_counts().tf32, p.nq);
+  expect_exact(p, 100, o.dist, o.ids);
+  DeviceArray<float> queries(p.queries), dist{size_t(p.nq * 100)};
+  DeviceArray<int64_t> ids{size_t(p.nq * 100)};
+  gpu::knn(resources, p.metric, p.base.data(), nullptr, p.n, p.dim, queries.get(), p.nq, 100, dist.get(), ids.get());
+  expect_exact(p, 100, dist.to_host(), ids.to_host());
 }
 
 // A base of 131 072 rows or more: the fused pass's bounding part starts from the kc-th best of a

@@ -247,9 +247,9 @@ Direct run_gemv(const std::vector<float>& base, const std::vector<float>& norms,
     stats.norms_scale = norms_scale;
     stats.block_norms_max = block_norms.get();
   }
-  gpu::launch_gemv_select(d_queries.get(), nq, d_base.get(), norms.empty() ? nullptr : d_norms.get(), n, dim, kc,
-                          nullptr, 0, blocks, block_keys.get(), block_rows.get(), keys.get(), rows.get(), nullptr,
-                          stats, 0);
+  gpu::launch_gemv_select(d_queries.get(), nq, d_base.get(), nullptr, norms.empty() ? nullptr : d_norms.get(), n,
+                          dim, kc, nullptr, 0, blocks, block_keys.get(), block_rows.get(), keys.get(), rows.get(),
+                          nullptr, stats, 0);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return Direct{keys.to_host(), rows.to_host(), query_stats.to_host(), base_stats.to_host()};
 }
