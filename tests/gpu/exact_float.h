@@ -3,6 +3,8 @@
 // problems the k-NN tests share.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -71,6 +73,20 @@ inline void exact_knn_reference(const KnnProblem& p, int64_t k, const std::vecto
       dist[q * k + i] = l2 ? all[i].first : -all[i].first;
       ids[q * k + i] = all[i].second;
     }
+  }
+}
+
+// Expects dist / ids (nq x k, unfiltered) to be exact_knn_reference's, bit for bit; reports the first
+// entry that differs.
+inline void expect_exact_knn(const KnnProblem& p, int64_t k, const std::vector<float>& dist,
+                             const std::vector<int64_t>& ids) {
+  std::vector<float> want_d;
+  std::vector<int64_t> want_i;
+  exact_knn_reference(p, k, nullptr, want_d, want_i);
+  for (size_t e = 0; e < ids.size(); ++e) {
+    EXPECT_EQ(ids[e], want_i[e]) << "entry " << e;
+    EXPECT_EQ(dist[e], want_d[e]) << "entry " << e << " id " << ids[e];
+    if (ids[e] != want_i[e] || dist[e] != want_d[e]) break;
   }
 }
 

@@ -34,14 +34,7 @@ int64_t search_exact(gpu::DeviceMatrix& matrix, const Problem& p, int64_t k) {
   gpu::knn(testing::shared_resources(), p.metric, matrix, p.queries.data(), p.nq, k, dist.data(), ids.data());
   const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
   EXPECT_EQ(c.sgemm + c.direct, p.nq);
-  std::vector<float> want_d;
-  std::vector<int64_t> want_i;
-  testing::exact_knn_reference(p, k, nullptr, want_d, want_i);
-  for (size_t e = 0; e < ids.size(); ++e) {
-    EXPECT_EQ(ids[e], want_i[e]) << "entry " << e;
-    EXPECT_EQ(dist[e], want_d[e]) << "entry " << e << " id " << ids[e];
-    if (ids[e] != want_i[e] || dist[e] != want_d[e]) break;
-  }
+  testing::expect_exact_knn(p, k, dist, ids);
   return c.half_rows;
 }
 

@@ -34,14 +34,7 @@ Counts search_exact(const Problem& p, int64_t k) {
   std::vector<int64_t> ids(size_t(p.nq * k));
   gpu::knn(resources, p.metric, *matrix, p.queries.data(), p.nq, k, dist.data(), ids.data());
   const gpu::KnnPassCounts c = gpu::last_knn_pass_counts();
-  std::vector<float> want_d;
-  std::vector<int64_t> want_i;
-  testing::exact_knn_reference(p, k, nullptr, want_d, want_i);
-  for (size_t e = 0; e < ids.size(); ++e) {
-    EXPECT_EQ(ids[e], want_i[e]) << "entry " << e;
-    EXPECT_EQ(dist[e], want_d[e]) << "entry " << e << " id " << ids[e];
-    if (ids[e] != want_i[e] || dist[e] != want_d[e]) break;
-  }
+  testing::expect_exact_knn(p, k, dist, ids);
   EXPECT_EQ(c.tf32 + c.fp16 + c.sgemm + c.direct, p.nq);
   return Counts{c.tf32, c.fp16, c.sgemm, c.direct};
 }
