@@ -26,7 +26,7 @@
 // the base, only where it shrinks the bound), a centred copy of an unstreamed base made once per
 // call, a streamed base's chunks centred as they arrive. The re-rank reads the original rows.
 //
-// The TF32 pass (dim a multiple of 4 up to 128, kc <= 32, 64 queries or more, 16384 rows or more,
+// The TF32 pass (dim a multiple of 4 up to 128, kc <= 32, kMinFusedQueries or more, 16384 rows or more,
 // or as many a chunk) is one kernel instead (tf32_select.h): tensor-core products selected where
 // they are computed, each block's splits of the base giving kc candidates per query that one
 // selection merges into the running best. Over a base in chunks (below) each chunk is one launch
@@ -45,6 +45,12 @@
 // best candidates as they read the base, and a merge of the blocks' lists into the kc best. No 1M-key
 // row is written and selected; its keys are the SGEMM's up to summation order, which the
 // certificate's bound covers, so the re-rank and the certificate follow unchanged.
+//
+// Half the bytes, certified alike (the certificate bounds the inputs' rounding by their residual
+// norms, as for TF32): an index's small batches read the 16-bit copy of its rows that its DeviceMatrix
+// keeps (half_rows.h), and a certified pass whose rows the fused kernel does not take (more than 128
+// values) multiplies IEEE half tiles instead of TF32 ones (half_tiles_take). The float pass answers
+// the queries either leaves.
 //
 // A base in host memory larger than the streaming budget (ResourcesOptions::stream_bytes) is not
 // copied whole: each pass streams it through two device chunk buffers, chunk i + 1 copied on the
