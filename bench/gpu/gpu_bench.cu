@@ -817,6 +817,26 @@ int main(int argc, char** argv) {
         std::snprintf(note, sizeof note, "%s%s", passes_note().c_str(),
                       data == 0 ? "" : (", " + std::to_string(t.median_ms / gaussian_ms).substr(0, 4) + "x gaussian").c_str());
         report(task, "host-to-host", t, nq / t.median_ms * 1e3, "QPS", note);
+        if (data == 0) continue;
+        // Small batches of the offset data through the SGEMM tiles and through the fused TF32 kernel
+        // (which centres the base first: a copy of it each call), to place kMinTf32Queries.
+        constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+        for (int64_t batch : {int64_t(5), int64_t(8), int64_t(16), int64_t(31)}) {
+          for (const gpu::BatchPassThresholds thresholds : {gpu::BatchPassThresholds{kNever, kNever},
+                                                            gpu::BatchPassThresholds{1, 1}}) {
+            gpu::set_batch_pass_thresholds(thresholds);
+            int64_t next = 0;
+            const Timing b = time_it(std::max(runs, 21), [&] {
+              gpu::knn(*resources, Metric::l2, *matrix, hq.data() + (next % (nq / batch)) * batch * dim, batch, k,
+                       hd.data(), hi.data());
+              ++next;
+            });
+            gpu::set_batch_pass_thresholds(gpu::default_batch_pass_thresholds());
+            std::snprintf(task, sizeof task, "  offset data, batch %lld, k=10, %s", (long long)batch,
+                          thresholds.min_tf32_queries == 1 ? "fused tf32" : "sgemm tiles");
+            report(task, "host-to-host", b, batch / b.median_ms * 1e3, "QPS", passes_note());
+          }
+        }
       }
     }
 
