@@ -197,18 +197,19 @@ Timing time_it(int runs, const std::function<void()>& f) {
   return {ms[ms.size() / 2], ms[0], runs};
 }
 
-// The k best of each of rows rows of cols float keys (row-major, ids their columns) into out_k / out_i.
-gpu::SelectRequest<int32_t> float_selection(const float* keys, int64_t rows, int64_t cols, int64_t k, float* out_k,
-                                            int32_t* out_i) {
-  gpu::SelectRequest<int32_t> r;
-  r.keys = keys;
-  r.ld = cols;
-  r.rows = rows;
-  r.cols = cols;
-  r.k = k;
-  r.out_keys = out_k;
-  r.out_ids = out_i;
-  return r;
+// Host-to-host latency of L2 searches (k = 10) of `batch` queries at a time against the matrix, the
+// batches taken in turn from the nq host queries hq (dim floats each): at least 21 runs.
+Timing batch_latency(gpu::Resources& resources, const gpu::DeviceMatrix& matrix, const std::vector<float>& hq,
+                     int64_t nq, int64_t dim, int64_t batch, int runs) {
+  const int64_t k = 10;
+  std::vector<float> hd(size_t(batch * k));
+  std::vector<int64_t> hi(size_t(batch * k));
+  int64_t next = 0;
+  return time_it(std::max(runs, 21), [&] {
+    gpu::knn(resources, Metric::l2, matrix, hq.data() + (next % (nq / batch)) * batch * dim, batch, k, hd.data(),
+             hi.data());
+    ++next;
+  });
 }
 
 // How the last fp32 knn call answered its queries (cuda/flat/knn_passes.h).
@@ -408,7 +409,7 @@ int main(int argc, char** argv) {
         const int64_t ws_bytes = gpu::select_workspace_bytes<int32_t>(limits, rows_n, cols, k);
         void* ws = nullptr;
         if (ws_bytes > 0) CHECK_CUDA(cudaMalloc(&ws, ws_bytes));
-        const gpu::SelectRequest<int32_t> r = float_selection(keys, rows_n, cols, k, out_k, out_i);
+        const gpu::SelectRequest<int32_t> r = gpu::select_request(keys, rows_n, cols, k, out_k, out_i);
         const Timing t = time_it(runs, [&] {
           gpu::select_rows(r, limits, prefilter ? ws : nullptr, 0);
           CHECK_CUDA(cudaStreamSynchronize(0));
@@ -433,7 +434,7 @@ int main(int argc, char** argv) {
         const int64_t ws_bytes = gpu::select_workspace_bytes<int32_t>(limits, rows_n, split_cols, kc);
         void* ws = nullptr;
         if (ws_bytes > 0) CHECK_CUDA(cudaMalloc(&ws, ws_bytes));
-        gpu::SelectRequest<int32_t> r = float_selection(keys, rows_n, split_cols, kc, out_k, out_i);
+        gpu::SelectRequest<int32_t> r = gpu::select_request(keys, rows_n, split_cols, kc, out_k, out_i);
         r.keep_missing_as_sentinel = true;
         gpu::select_rows(r, limits, ws, 0);  // the previous result
         r.keys = keys + rows_n * split_cols;
@@ -476,7 +477,7 @@ int main(int argc, char** argv) {
         // Also continued from the previous result, as the exact search selects each column tile.
         for (bool continued : {false, true})
         for (bool key16 : {false, true}) {
-          gpu::SelectRequest<int32_t> r = float_selection(keys, rows_n, cols, k, out_k, out_i);
+          gpu::SelectRequest<int32_t> r = gpu::select_request(keys, rows_n, cols, k, out_k, out_i);
           if (key16) {
             r.key_format = gpu::KeyFormat::f16;
             r.keys16 = keys16;
@@ -557,17 +558,7 @@ int main(int argc, char** argv) {
       // Latency: batches of 1 to 100 queries, host to host, k = 10. Batches of up to
       // kGemvSelectMaxQueries run the GEMV pass (cuda/flat/gemv_select.h); they are timed again with
       // the SGEMM tiles it replaces ("tiles"), the baseline, in the same run.
-      auto latency = [&](int64_t batch) {
-        const int64_t k = 10;
-        std::vector<float> hd(size_t(batch * k));
-        std::vector<int64_t> hi(size_t(batch * k));
-        int64_t next = 0;
-        return time_it(std::max(runs, 21), [&] {
-          gpu::knn(*resources, Metric::l2, *matrix, hq.data() + (next % (nq / batch)) * batch * dim, batch, k,
-                   hd.data(), hi.data());
-          ++next;
-        });
-      };
+      auto latency = [&](int64_t batch) { return batch_latency(*resources, *matrix, hq, nq, dim, batch, runs); };
       // They read the matrix's 16-bit rows (half_rows.h); timed again over its float rows.
       enum class Rows { half, floats, tiles };
       for (int64_t batch : {int64_t(1), int64_t(2), int64_t(4), int64_t(8), int64_t(100)}) {
@@ -707,7 +698,7 @@ int main(int argc, char** argv) {
                         (long long)batch, (long long)n, (long long)dim);
           report(task, "device", t, 2.0 * batch * n * dim / t.median_ms / 1e9, "TFLOP/s");
         }
-        gpu::SelectRequest<int32_t> r = float_selection(tile, batch, n, kc, keys, rows_out);
+        gpu::SelectRequest<int32_t> r = gpu::select_request(tile, batch, n, kc, keys, rows_out);
         r.column_bias = gpu::matrix_norms(*matrix);
         r.keep_missing_as_sentinel = true;
         const int64_t ws_bytes = gpu::select_workspace_bytes<int32_t>(resources->limits(), batch, n, kc);
@@ -825,12 +816,7 @@ int main(int argc, char** argv) {
           for (const gpu::BatchPassThresholds thresholds : {gpu::BatchPassThresholds{kNever, kNever},
                                                             gpu::BatchPassThresholds{1, 1}}) {
             gpu::set_batch_pass_thresholds(thresholds);
-            int64_t next = 0;
-            const Timing b = time_it(std::max(runs, 21), [&] {
-              gpu::knn(*resources, Metric::l2, *matrix, hq.data() + (next % (nq / batch)) * batch * dim, batch, k,
-                       hd.data(), hi.data());
-              ++next;
-            });
+            const Timing b = batch_latency(*resources, *matrix, hq, nq, dim, batch, runs);
             gpu::set_batch_pass_thresholds(gpu::default_batch_pass_thresholds());
             std::snprintf(task, sizeof task, "  offset data, batch %lld, k=10, %s", (long long)batch,
                           thresholds.min_tf32_queries == 1 ? "fused tf32" : "sgemm tiles");

@@ -70,6 +70,22 @@ struct SelectRequest {
   bool keep_missing_as_sentinel = false;
 };
 
+// The plain request: the k smallest of each of `rows` rows of `cols` float keys (row stride cols, ids
+// the columns) into out_keys / out_ids; the other fields as above. Callers set more on the result.
+template <typename V>
+SelectRequest<V> select_request(const float* keys, int64_t rows, int64_t cols, int64_t k, float* out_keys,
+                                V* out_ids) {
+  SelectRequest<V> r;
+  r.keys = keys;
+  r.ld = cols;
+  r.rows = rows;
+  r.cols = cols;
+  r.k = k;
+  r.out_keys = out_keys;
+  r.out_ids = out_ids;
+  return r;
+}
+
 // Device workspace select_rows needs for this shape: the second pass's inputs when rows are split,
 // room for the bounds of a 16-bit key path's bias (int32 ids, rows of 1024 columns or more) and for
 // the pre-filter's thresholds (long rows, many of them); 0 when none applies. A caller selecting

@@ -271,15 +271,8 @@ TEST(GpuSelect, DenseSelectionEqualsTheWarpQueues) {
   // `rows` rows of `width` keys with their ids: their `take` best into out_k / out_i.
   auto request = [&](const float* keys, const int32_t* key_ids, int64_t width, int64_t take, float* out_k,
                      int32_t* out_i) {
-    gpu::SelectRequest<int32_t> r;
-    r.keys = keys;
-    r.ld = width;
-    r.rows = rows;
-    r.cols = width;
-    r.k = take;
+    gpu::SelectRequest<int32_t> r = gpu::select_request(keys, rows, width, take, out_k, out_i);
     r.ids = key_ids;
-    r.out_keys = out_k;
-    r.out_ids = out_i;
     return r;
   };
   auto run = [&](bool dense) {
